@@ -1,0 +1,1 @@
+//! Message batches (PROTOCOL.md §5.2–§5.4).

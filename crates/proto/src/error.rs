@@ -1,0 +1,65 @@
+//! The one decode error of the crate: what went wrong, in which field, at which offset.
+//!
+//! The offset is relative to the start of the buffer handed to the outermost decoder (a
+//! frame body, a header, a stored batch), so a log line points at the exact byte.
+
+use crate::status::ErrorCode;
+
+/// A decoder refused its input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} in `{field}` at byte {offset}")]
+pub struct DecodeError {
+    /// The wire field being decoded, e.g. `"create_topic.name"`.
+    pub field: &'static str,
+    /// Byte offset of that field in the decoded buffer.
+    pub offset: usize,
+    pub kind: DecodeErrorKind,
+}
+
+/// Why a field was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeErrorKind {
+    #[error("needed {needed} bytes, {available} available")]
+    UnexpectedEnd { needed: usize, available: usize },
+    #[error("{count} bytes left over")]
+    TrailingBytes { count: usize },
+    #[error("invalid value {value}")]
+    InvalidValue { value: u64 },
+    #[error("length {length} outside {min}..={max}")]
+    InvalidLength { length: u64, min: u64, max: u64 },
+    #[error("invalid UTF-8")]
+    InvalidUtf8,
+    #[error("reserved bytes are not zero")]
+    NonZeroReserved,
+    #[error("duplicate entry")]
+    Duplicate,
+    #[error("message checksum mismatch")]
+    MessageChecksum,
+    #[error("batch checksum mismatch")]
+    BatchChecksum,
+    #[error("count {declared} does not match the {actual} found")]
+    CountMismatch { declared: u64, actual: u64 },
+    #[error("unknown command code {code}")]
+    UnknownCommand { code: u32 },
+}
+
+impl DecodeError {
+    pub const fn new(field: &'static str, offset: usize, kind: DecodeErrorKind) -> Self {
+        Self {
+            field,
+            offset,
+            kind,
+        }
+    }
+
+    /// The Iggy status code a server answers this refusal with (PROTOCOL.md §5.5, §6).
+    pub const fn status(&self) -> ErrorCode {
+        match self.kind {
+            DecodeErrorKind::MessageChecksum => ErrorCode::InvalidMessageChecksum,
+            DecodeErrorKind::BatchChecksum => ErrorCode::InvalidBatchChecksum,
+            DecodeErrorKind::CountMismatch { .. } => ErrorCode::InvalidMessagesCount,
+            DecodeErrorKind::NonZeroReserved => ErrorCode::InvalidReservedField,
+            _ => ErrorCode::InvalidCommand,
+        }
+    }
+}
