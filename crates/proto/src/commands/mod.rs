@@ -11,6 +11,17 @@
 //!   call site: [`decode_optional`] and [`encode_optional`].
 
 pub mod empty;
+pub mod groups;
+pub mod legacy;
+pub mod messages;
+pub mod offsets;
+pub mod partitions;
+pub mod session;
+pub mod streams;
+pub mod system;
+pub mod tokens;
+pub mod topics;
+pub mod users;
 
 pub use empty::Empty;
 
