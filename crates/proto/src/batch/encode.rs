@@ -49,12 +49,16 @@ pub fn encode_batch(
         append_frame(message, index, origin_min, out)?;
     }
     let length = out.len().saturating_sub(start);
-    let (header_bytes, frames) = out.get_mut(start..).unwrap_or_default().split_at_mut(BATCH_HEADER_SIZE);
+    let (header_bytes, frames) = out
+        .get_mut(start..)
+        .unwrap_or_default()
+        .split_at_mut(BATCH_HEADER_SIZE);
     let header = BatchHeader::mut_from_bytes(header_bytes).expect("the header slot is 256 bytes");
     header.origin_timestamp = U64::new(origin_min);
     header.batch_length = U64::new(usize_to_u64(length));
-    header.message_count =
-        U32::new(u32::try_from(messages.len()).map_err(|_count| BatchEncodeError::TooManyMessages)?);
+    header.message_count = U32::new(
+        u32::try_from(messages.len()).map_err(|_count| BatchEncodeError::TooManyMessages)?,
+    );
     if let Some(producer) = producer {
         header.producer_flag = 1;
         header.producer_id = U64::new(producer.producer_id);
@@ -67,8 +71,16 @@ pub fn encode_batch(
 
 /// Validates sizes and returns the smallest origin timestamp.
 fn check_messages(messages: &[OutgoingMessage<'_>]) -> Result<u64, BatchEncodeError> {
-    let origin_min = messages.iter().map(|m| m.origin_timestamp).min().ok_or(BatchEncodeError::Empty)?;
-    let origin_max = messages.iter().map(|m| m.origin_timestamp).max().unwrap_or(origin_min);
+    let origin_min = messages
+        .iter()
+        .map(|m| m.origin_timestamp)
+        .min()
+        .ok_or(BatchEncodeError::Empty)?;
+    let origin_max = messages
+        .iter()
+        .map(|m| m.origin_timestamp)
+        .max()
+        .unwrap_or(origin_min);
     if origin_max.saturating_sub(origin_min) > u64::from(u32::MAX) {
         return Err(BatchEncodeError::TimestampSpread);
     }

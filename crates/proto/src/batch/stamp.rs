@@ -4,9 +4,9 @@
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U32, U64};
 
+use super::BATCH_HEADER_SIZE;
 use super::checksum::batch_checksum;
 use super::view::{Batch, BatchHeader};
-use super::BATCH_HEADER_SIZE;
 use crate::codec::usize_to_u64;
 use crate::error::{DecodeError, DecodeErrorKind};
 
@@ -15,15 +15,23 @@ use crate::error::{DecodeError, DecodeErrorKind};
 /// `bytes` must be a batch that [`Batch::parse`] accepted.
 pub fn stamp(bytes: &mut [u8], base_offset: u64, base_timestamp: u64) -> Result<(), DecodeError> {
     let length = bytes.len();
-    let (header_bytes, frames) = bytes.split_at_mut_checked(BATCH_HEADER_SIZE).ok_or(
+    let (header_bytes, frames) =
+        bytes
+            .split_at_mut_checked(BATCH_HEADER_SIZE)
+            .ok_or(DecodeError::new(
+                "batch.header",
+                0,
+                DecodeErrorKind::UnexpectedEnd {
+                    needed: BATCH_HEADER_SIZE,
+                    available: length,
+                },
+            ))?;
+    let header = BatchHeader::mut_from_bytes(header_bytes).map_err(|_size| {
         DecodeError::new(
             "batch.header",
             0,
-            DecodeErrorKind::UnexpectedEnd { needed: BATCH_HEADER_SIZE, available: length },
-        ),
-    )?;
-    let header = BatchHeader::mut_from_bytes(header_bytes).map_err(|_size| {
-        DecodeError::new("batch.header", 0, DecodeErrorKind::InvalidValue { value: 0 })
+            DecodeErrorKind::InvalidValue { value: 0 },
+        )
     })?;
     header.base_offset = U64::new(base_offset);
     header.base_timestamp = U64::new(base_timestamp);

@@ -14,7 +14,12 @@ const ORIGIN: u64 = 1_700_000_000_000_000;
 /// The batch of Appendix A.7 (one message `hello`, id 1).
 fn golden_hello() -> Vec<u8> {
     let mut out = Vec::new();
-    let message = OutgoingMessage { id: 1, origin_timestamp: ORIGIN, payload: b"hello", user_headers: &[] };
+    let message = OutgoingMessage {
+        id: 1,
+        origin_timestamp: ORIGIN,
+        payload: b"hello",
+        user_headers: &[],
+    };
     encode_batch(&[message], None, &mut out).unwrap();
     out
 }
@@ -25,10 +30,16 @@ fn golden_send_batch_matches_appendix_a7() {
     assert_eq!(bytes.len(), 309);
     assert_eq!(bytes[24..32], ORIGIN.to_le_bytes());
     assert_eq!(bytes[32..40], 309_u64.to_le_bytes());
-    assert_eq!(bytes[40..48], [0xc3, 0x0f, 0x94, 0x7c, 0x3d, 0xc3, 0x37, 0x89]);
+    assert_eq!(
+        bytes[40..48],
+        [0xc3, 0x0f, 0x94, 0x7c, 0x3d, 0xc3, 0x37, 0x89]
+    );
     assert_eq!(bytes[48..52], [1, 0, 0, 0]);
     assert!(bytes[52..256].iter().all(|&b| b == 0));
-    assert_eq!(bytes[256..264], [0x8e, 0x5c, 0xa5, 0x9e, 0xdb, 0xbd, 0xbf, 0xb9]);
+    assert_eq!(
+        bytes[256..264],
+        [0x8e, 0x5c, 0xa5, 0x9e, 0xdb, 0xbd, 0xbf, 0xb9]
+    );
     assert_eq!(bytes[264], 1);
     assert_eq!(bytes[292..296], [5, 0, 0, 0]);
     assert_eq!(&bytes[304..], b"hello");
@@ -43,8 +54,14 @@ fn golden_send_batch_matches_appendix_a7() {
 fn golden_stamp_matches_appendix_a8() {
     let mut bytes = golden_hello();
     stamp(&mut bytes, 0, 1_700_000_000_000_500).unwrap();
-    assert_eq!(bytes[16..24], [0xf4, 0x41, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00]);
-    assert_eq!(bytes[40..48], [0xfb, 0xc1, 0x94, 0xce, 0xa8, 0x65, 0x53, 0xeb]);
+    assert_eq!(
+        bytes[16..24],
+        [0xf4, 0x41, 0x1e, 0x18, 0x24, 0x0a, 0x06, 0x00]
+    );
+    assert_eq!(
+        bytes[40..48],
+        [0xfb, 0xc1, 0x94, 0xce, 0xa8, 0x65, 0x53, 0xeb]
+    );
     Batch::parse(&bytes, Dialect::V0_12_2, Integrity::Full, 0).unwrap();
 }
 
@@ -66,7 +83,12 @@ fn every_single_bit_flip_is_refused() {
 #[test]
 fn every_truncation_is_refused() {
     let mut bytes = golden_hello();
-    let message = OutgoingMessage { id: 2, origin_timestamp: ORIGIN, payload: b"world!", user_headers: &[] };
+    let message = OutgoingMessage {
+        id: 2,
+        origin_timestamp: ORIGIN,
+        payload: b"world!",
+        user_headers: &[],
+    };
     let mut two = Vec::new();
     encode_batch(&[message, message], None, &mut two).unwrap();
     bytes.extend_from_slice(&two);
@@ -80,8 +102,17 @@ fn every_truncation_is_refused() {
 
 #[test]
 fn producer_section_only_in_0_12_2() {
-    let producer = Producer { producer_id: 7 << 20, epoch: 3, base_sequence: 10 };
-    let message = OutgoingMessage { id: 9, origin_timestamp: 5, payload: b"p", user_headers: &[] };
+    let producer = Producer {
+        producer_id: 7 << 20,
+        epoch: 3,
+        base_sequence: 10,
+    };
+    let message = OutgoingMessage {
+        id: 9,
+        origin_timestamp: 5,
+        payload: b"p",
+        user_headers: &[],
+    };
     let mut bytes = Vec::new();
     encode_batch(&[message], Some(producer), &mut bytes).unwrap();
     let batch = Batch::parse(&bytes, Dialect::V0_12_2, Integrity::Full, 0).unwrap();
@@ -95,7 +126,12 @@ fn slices_keep_deltas_and_rewrite_counts() {
     let messages: Vec<_> = payloads
         .iter()
         .enumerate()
-        .map(|(i, p)| OutgoingMessage { id: i as u128 + 1, origin_timestamp: ORIGIN + i as u64, payload: p, user_headers: &[] })
+        .map(|(i, p)| OutgoingMessage {
+            id: i as u128 + 1,
+            origin_timestamp: ORIGIN + i as u64,
+            payload: p,
+            user_headers: &[],
+        })
         .collect();
     let mut bytes = Vec::new();
     encode_batch(&messages, None, &mut bytes).unwrap();
@@ -105,7 +141,10 @@ fn slices_keep_deltas_and_rewrite_counts() {
     let mut record = slice.header.to_vec();
     record.extend_from_slice(slice.frames);
     let sliced = Batch::parse(&record, Dialect::V0_12_2, Integrity::Full, 0).unwrap();
-    let kept: Vec<_> = sliced.messages().map(|m| (m.header.offset_delta.get(), m.payload)).collect();
+    let kept: Vec<_> = sliced
+        .messages()
+        .map(|m| (m.header.offset_delta.get(), m.payload))
+        .collect();
     assert_eq!(kept, vec![(1, &b"bb"[..]), (2, &b"ccc"[..])]);
     assert_eq!(sliced.header().base_offset.get(), 100);
     assert!(batch.slice(4, 1).is_none());
@@ -123,11 +162,21 @@ struct OwnedMessage {
 }
 
 fn owned_message() -> impl Strategy<Value = OwnedMessage> {
-    (any::<u128>(), 0..1_000_000_u64, proptest::collection::vec(any::<u8>(), 1..300), any::<UserHeaders>())
+    (
+        any::<u128>(),
+        0..1_000_000_u64,
+        proptest::collection::vec(any::<u8>(), 1..300),
+        any::<UserHeaders>(),
+    )
         .prop_map(|(id, delta, payload, headers)| {
             let mut user_headers = Vec::new();
             headers.encode_into(&mut user_headers);
-            OwnedMessage { id, origin_timestamp: ORIGIN + delta, payload, user_headers }
+            OwnedMessage {
+                id,
+                origin_timestamp: ORIGIN + delta,
+                payload,
+                user_headers,
+            }
         })
 }
 

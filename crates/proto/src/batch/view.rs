@@ -102,13 +102,17 @@ impl<'a> Batch<'a> {
         integrity: Integrity,
         base_offset: usize,
     ) -> Result<Self, DecodeError> {
-        let (header_bytes, _frames) = bytes.split_at_checked(BATCH_HEADER_SIZE).ok_or(
-            DecodeError::new(
-                "batch.header",
-                base_offset,
-                DecodeErrorKind::UnexpectedEnd { needed: BATCH_HEADER_SIZE, available: bytes.len() },
-            ),
-        )?;
+        let (header_bytes, _frames) =
+            bytes
+                .split_at_checked(BATCH_HEADER_SIZE)
+                .ok_or(DecodeError::new(
+                    "batch.header",
+                    base_offset,
+                    DecodeErrorKind::UnexpectedEnd {
+                        needed: BATCH_HEADER_SIZE,
+                        available: bytes.len(),
+                    },
+                ))?;
         let header = BatchHeader::ref_from_bytes(header_bytes)
             .map_err(|_size| invalid("batch.header", base_offset, 0))?;
         let declared = header.batch_length.get();
@@ -116,13 +120,18 @@ impl<'a> Batch<'a> {
             return Err(DecodeError::new(
                 "batch.batch_length",
                 base_offset.saturating_add(32),
-                DecodeErrorKind::CountMismatch { declared, actual: usize_to_u64(bytes.len()) },
+                DecodeErrorKind::CountMismatch {
+                    declared,
+                    actual: usize_to_u64(bytes.len()),
+                },
             ));
         }
         validate_header(header, dialect, base_offset)?;
         let batch = Self { header, bytes };
         batch.validate_frames(integrity, base_offset)?;
-        if integrity == Integrity::Full && batch_checksum(header, batch.frames()) != header.batch_checksum.get() {
+        if integrity == Integrity::Full
+            && batch_checksum(header, batch.frames()) != header.batch_checksum.get()
+        {
             return Err(DecodeError::new(
                 "batch.batch_checksum",
                 base_offset.saturating_add(40),
@@ -144,7 +153,10 @@ impl<'a> Batch<'a> {
         let (batch, rest) = bytes.split_at_checked(length).ok_or(DecodeError::new(
             "batch.batch_length",
             base_offset.saturating_add(32),
-            DecodeErrorKind::UnexpectedEnd { needed: length, available: bytes.len() },
+            DecodeErrorKind::UnexpectedEnd {
+                needed: length,
+                available: bytes.len(),
+            },
         ))?;
         Ok((Self::parse(batch, dialect, integrity, base_offset)?, rest))
     }
@@ -177,7 +189,9 @@ impl<'a> Batch<'a> {
 
     /// The messages in frame order.
     pub fn messages(&self) -> Messages<'a> {
-        Messages { frames: self.frames() }
+        Messages {
+            frames: self.frames(),
+        }
     }
 
     fn validate_frames(&self, integrity: Integrity, base_offset: usize) -> Result<(), DecodeError> {
@@ -195,7 +209,10 @@ impl<'a> Batch<'a> {
             return Err(DecodeError::new(
                 "batch.message_count",
                 base_offset.saturating_add(48),
-                DecodeErrorKind::CountMismatch { declared, actual: count },
+                DecodeErrorKind::CountMismatch {
+                    declared,
+                    actual: count,
+                },
             ));
         }
         Ok(())
@@ -245,8 +262,18 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    pub fn new(bytes: &'a [u8], dialect: Dialect, integrity: Integrity, base_offset: usize) -> Self {
-        Self { bytes, offset: base_offset, dialect, integrity }
+    pub fn new(
+        bytes: &'a [u8],
+        dialect: Dialect,
+        integrity: Integrity,
+        base_offset: usize,
+    ) -> Self {
+        Self {
+            bytes,
+            offset: base_offset,
+            dialect,
+            integrity,
+        }
     }
 }
 
@@ -278,8 +305,17 @@ fn split_frame(frames: &[u8]) -> Option<(Message<'_>, usize)> {
     let headers_length = usize_from_u32(header.user_headers_length.get());
     let payload = rest.get(..payload_length)?;
     let user_headers = rest.get(payload_length..payload_length.checked_add(headers_length)?)?;
-    let length = FRAME_HEADER_SIZE.checked_add(payload_length)?.checked_add(headers_length)?;
-    Some((Message { header, payload, user_headers }, length))
+    let length = FRAME_HEADER_SIZE
+        .checked_add(payload_length)?
+        .checked_add(headers_length)?;
+    Some((
+        Message {
+            header,
+            payload,
+            user_headers,
+        },
+        length,
+    ))
 }
 
 /// Validates the frame at the start of `frames`; returns its length.
@@ -288,34 +324,62 @@ fn validate_frame(
     integrity: Integrity,
     offset: usize,
 ) -> Result<(usize, Message<'_>), DecodeError> {
-    let header = FrameHeader::ref_from_prefix(frames).map(|(header, _)| header).map_err(|_size| {
-        DecodeError::new(
-            "frame.header",
-            offset,
-            DecodeErrorKind::UnexpectedEnd { needed: FRAME_HEADER_SIZE, available: frames.len() },
-        )
-    })?;
+    let header = FrameHeader::ref_from_prefix(frames)
+        .map(|(header, _)| header)
+        .map_err(|_size| {
+            DecodeError::new(
+                "frame.header",
+                offset,
+                DecodeErrorKind::UnexpectedEnd {
+                    needed: FRAME_HEADER_SIZE,
+                    available: frames.len(),
+                },
+            )
+        })?;
     let payload_length = u64::from(header.payload_length.get());
-    check_length(payload_length, 1, PAYLOAD_LENGTH_MAX, "frame.payload_length", offset.saturating_add(36))?;
+    check_length(
+        payload_length,
+        1,
+        PAYLOAD_LENGTH_MAX,
+        "frame.payload_length",
+        offset.saturating_add(36),
+    )?;
     let headers_length = u64::from(header.user_headers_length.get());
-    check_length(headers_length, 0, super::USER_HEADERS_LENGTH_MAX, "frame.user_headers_length", offset.saturating_add(32))?;
+    check_length(
+        headers_length,
+        0,
+        super::USER_HEADERS_LENGTH_MAX,
+        "frame.user_headers_length",
+        offset.saturating_add(32),
+    )?;
     if header.reserved.get() != 0 {
-        return Err(DecodeError::new("frame.reserved", offset.saturating_add(40), DecodeErrorKind::NonZeroReserved));
+        return Err(DecodeError::new(
+            "frame.reserved",
+            offset.saturating_add(40),
+            DecodeErrorKind::NonZeroReserved,
+        ));
     }
     let (message, length) = split_frame(frames).ok_or(DecodeError::new(
         "frame.payload",
         offset.saturating_add(FRAME_HEADER_SIZE),
         DecodeErrorKind::UnexpectedEnd {
-            needed: usize::try_from(payload_length.saturating_add(headers_length)).unwrap_or(usize::MAX),
+            needed: usize::try_from(payload_length.saturating_add(headers_length))
+                .unwrap_or(usize::MAX),
             available: frames.len().saturating_sub(FRAME_HEADER_SIZE),
         },
     ))?;
     if integrity == Integrity::Full {
-        let headers_offset = offset.saturating_add(FRAME_HEADER_SIZE).saturating_add(message.payload.len());
+        let headers_offset = offset
+            .saturating_add(FRAME_HEADER_SIZE)
+            .saturating_add(message.payload.len());
         validate_user_headers(message.user_headers, headers_offset)?;
         let covered = frames.get(8..length).unwrap_or_default();
         if message_checksum(covered) != header.checksum.get() {
-            return Err(DecodeError::new("frame.checksum", offset, DecodeErrorKind::MessageChecksum));
+            return Err(DecodeError::new(
+                "frame.checksum",
+                offset,
+                DecodeErrorKind::MessageChecksum,
+            ));
         }
     }
     Ok((length, message))
@@ -324,13 +388,18 @@ fn validate_frame(
 /// `batch_length` as a `usize` bounded by `256..=`[`super::RECORD_SIZE_MAX`]-ish limits of the
 /// caller's buffer; refuses anything below the header size.
 fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeError> {
-    let header = BatchHeader::ref_from_prefix(bytes).map(|(header, _)| header).map_err(|_size| {
-        DecodeError::new(
-            "batch.header",
-            base_offset,
-            DecodeErrorKind::UnexpectedEnd { needed: BATCH_HEADER_SIZE, available: bytes.len() },
-        )
-    })?;
+    let header = BatchHeader::ref_from_prefix(bytes)
+        .map(|(header, _)| header)
+        .map_err(|_size| {
+            DecodeError::new(
+                "batch.header",
+                base_offset,
+                DecodeErrorKind::UnexpectedEnd {
+                    needed: BATCH_HEADER_SIZE,
+                    available: bytes.len(),
+                },
+            )
+        })?;
     check_length(
         header.batch_length.get(),
         BATCH_HEADER_SIZE,
@@ -340,7 +409,11 @@ fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeErro
     )
 }
 
-fn validate_header(header: &BatchHeader, dialect: Dialect, base_offset: usize) -> Result<(), DecodeError> {
+fn validate_header(
+    header: &BatchHeader,
+    dialect: Dialect,
+    base_offset: usize,
+) -> Result<(), DecodeError> {
     if header.reserved.iter().any(|&byte| byte != 0) {
         return Err(reserved("batch.reserved", base_offset.saturating_add(72)));
     }
@@ -353,23 +426,42 @@ fn validate_header(header: &BatchHeader, dialect: Dialect, base_offset: usize) -
         (0, _) if producer_bytes_zero => Ok(()),
         (0, _) => Err(reserved("batch.producer", base_offset.saturating_add(52))),
         (1, Dialect::V0_12_2) => validate_producer(header, base_offset),
-        (flag, _) => Err(invalid("batch.producer_flag", base_offset.saturating_add(52), u64::from(flag))),
+        (flag, _) => Err(invalid(
+            "batch.producer_flag",
+            base_offset.saturating_add(52),
+            u64::from(flag),
+        )),
     }
 }
 
 fn validate_producer(header: &BatchHeader, base_offset: usize) -> Result<(), DecodeError> {
     if header.producer_padding != [0; 3] || header.epoch_padding != [0; 2] {
-        return Err(reserved("batch.producer_padding", base_offset.saturating_add(53)));
+        return Err(reserved(
+            "batch.producer_padding",
+            base_offset.saturating_add(53),
+        ));
     }
     if header.producer_id.get() > Producer::ID_MAX {
-        return Err(invalid("batch.producer_id", base_offset.saturating_add(56), header.producer_id.get()));
+        return Err(invalid(
+            "batch.producer_id",
+            base_offset.saturating_add(56),
+            header.producer_id.get(),
+        ));
     }
     if header.epoch.get() > Producer::EPOCH_MAX {
-        return Err(invalid("batch.epoch", base_offset.saturating_add(64), u64::from(header.epoch.get())));
+        return Err(invalid(
+            "batch.epoch",
+            base_offset.saturating_add(64),
+            u64::from(header.epoch.get()),
+        ));
     }
     if header.base_sequence.get() > Producer::SEQUENCE_MAX {
         let value = u64::from(header.base_sequence.get());
-        return Err(invalid("batch.base_sequence", base_offset.saturating_add(68), value));
+        return Err(invalid(
+            "batch.base_sequence",
+            base_offset.saturating_add(68),
+            value,
+        ));
     }
     Ok(())
 }
