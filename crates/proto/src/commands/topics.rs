@@ -8,7 +8,7 @@
 //! and the other dialect neither writes nor reads it.
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use alloc::vec::Vec;
 
@@ -25,7 +25,7 @@ pub const PARTITIONS_PER_TOPIC_MAX: usize = 1_000_000;
 
 /// Smallest encoded `TopicHeader` of either dialect (33 fixed bytes, a 1-byte name and two
 /// empty option blocks), used to bound allocations by the bytes left.
-const TOPIC_HEADER_LENGTH_MIN: usize = 42;
+pub(crate) const TOPIC_HEADER_LENGTH_MIN: usize = 42;
 /// Smallest encoded `PartitionResponse` of either dialect (0.11.0's 40 bytes).
 const PARTITION_LENGTH_MIN: usize = 40;
 
