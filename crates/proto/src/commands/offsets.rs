@@ -223,6 +223,13 @@ mod tests {
 
     proptest! {
         #[test]
+        fn selector_round_trips(value in any::<OffsetSelector>(), dialect in any::<Dialect>()) {
+            let value = value.normalised_for(dialect);
+            let bytes = encode_to_vec(&value, dialect);
+            prop_assert_eq!(decode_exact::<OffsetSelector>(&bytes, dialect).unwrap(), value);
+        }
+
+        #[test]
         fn get_round_trips(value in any::<GetConsumerOffset>(), dialect in any::<Dialect>()) {
             let value = GetConsumerOffset { selector: value.selector.normalised_for(dialect) };
             let bytes = encode_to_vec(&value, dialect);

@@ -216,9 +216,8 @@ pub struct TopicDetails {
     pub topic: TopicHeader,
     #[cfg_attr(
         test,
-        proptest(
-            strategy = "proptest::collection::vec(proptest::prelude::any::<PartitionResponse>(), 0..4)"
-        )
+        proptest(strategy = "proptest::collection::vec(\
+                        proptest::prelude::any::<PartitionResponse>(), 0..4)")
     )]
     pub partitions: Vec<PartitionResponse>,
 }

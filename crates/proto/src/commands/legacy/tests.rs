@@ -198,6 +198,11 @@ proptest! {
     }
 
     #[test]
+    fn node_round_trips(value in any::<LegacyClusterNode>(), dialect in any::<Dialect>()) {
+        assert_round_trip(&value, dialect);
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
         for dialect in [Dialect::V0_11_0, Dialect::V0_12_2] {
             let _ = decode_exact::<UpdateUser>(&bytes, dialect);

@@ -292,3 +292,10 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn replica_ids_round_trip(value in any::<ReplicaIds>(), dialect in any::<Dialect>()) {
+        assert_round_trip(&value, dialect);
+    }
+}
