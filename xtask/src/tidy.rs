@@ -110,6 +110,7 @@ pub(crate) fn run(sh: &Shell) -> Result<(), DynError> {
     let allowlist = read(&root, LONG_FUNCTIONS_ALLOWLIST)?;
     findings.extend(ratchet(&allowlist, &long_functions));
     findings.extend(check_features(&root)?);
+    findings.extend(check_workspace_dependencies(&root)?);
     findings.extend(check_no_std(sh)?);
 
     for finding in &findings {
@@ -331,14 +332,14 @@ fn check_features(root: &Path) -> Result<Vec<Finding>, ReadError> {
     Ok(findings)
 }
 
-/// The keys of the `[features]` table, with their 1-based line numbers.
-fn manifest_features(manifest: &str) -> Vec<(usize, String)> {
-    let mut features = Vec::new();
-    let mut in_features = false;
+/// The keys of a TOML table such as `[features]`: (1-based line, key, the whole line).
+fn table_keys<'a>(manifest: &'a str, table: &str) -> Vec<(usize, &'a str, &'a str)> {
+    let mut keys = Vec::new();
+    let mut in_table = false;
     for (index, line) in manifest.lines().enumerate() {
         let line = line.trim();
         if line.starts_with('[') && line.ends_with(']') && !line.contains('"') {
-            in_features = line == "[features]";
+            in_table = line == table;
             continue;
         }
         let Some((key, _)) = line.split_once('=') else {
@@ -349,11 +350,79 @@ fn manifest_features(manifest: &str) -> Vec<(usize, String)> {
             && key
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if in_features && is_key {
-            features.push((index + 1, key.to_owned()));
+        if in_table && is_key {
+            keys.push((index + 1, key, line));
         }
     }
-    features
+    keys
+}
+
+fn manifest_features(manifest: &str) -> Vec<(usize, String)> {
+    table_keys(manifest, "[features]")
+        .into_iter()
+        .map(|(line, key, _)| (line, key.to_owned()))
+        .collect()
+}
+
+/// Every `[workspace.dependencies]` entry must be inherited by a member, dev-dependencies
+/// included (cargo-deny misses those under `exclude-dev`). Path entries are our own crates,
+/// which may be declared before their first user.
+fn check_workspace_dependencies(root: &Path) -> Result<Vec<Finding>, ReadError> {
+    let manifest = read(root, "Cargo.toml")?;
+    let mut member_dirs = Vec::new();
+    for member in workspace_members(&manifest) {
+        match member.strip_suffix("/*") {
+            Some(dir) => member_dirs.extend(read_dir(&root.join(dir))?),
+            None => member_dirs.push(root.join(member)),
+        }
+    }
+    let mut members = Vec::new();
+    for dir in member_dirs
+        .iter()
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+    {
+        members.push(read(dir, "Cargo.toml")?);
+    }
+    Ok(unused_workspace_dependencies(&manifest, &members))
+}
+
+fn unused_workspace_dependencies(manifest: &str, members: &[String]) -> Vec<Finding> {
+    let inherits = |member: &str, name: &str| {
+        member.lines().map(str::trim).any(|line| {
+            let Some(rest) = line.strip_prefix(name) else {
+                return false;
+            };
+            let rest = rest.trim_start();
+            rest.starts_with(".workspace")
+                || (rest.starts_with('=') && rest.replace(' ', "").contains("workspace=true"))
+        })
+    };
+    table_keys(manifest, "[workspace.dependencies]")
+        .into_iter()
+        .filter(|(_, _, line)| !line.replace(' ', "").contains("path="))
+        .filter(|(_, name, _)| !members.iter().any(|member| inherits(member, name)))
+        .map(|(line, name, _)| Finding {
+            path: "Cargo.toml".to_owned(),
+            line,
+            message: format!("workspace dependency `{name}` is inherited by no member"),
+        })
+        .collect()
+}
+
+/// The entries of `members = [..]` in the root manifest, which may span lines.
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let Some(start) = manifest.find("members") else {
+        return Vec::new();
+    };
+    let list = &manifest[start..];
+    let list = list
+        .get(..list.find(']').unwrap_or(list.len()))
+        .unwrap_or("");
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The first cell of every table row in a markdown file, without backticks.
@@ -631,6 +700,7 @@ mod tests {
     use super::{
         Function, banned_crates, check_text, code_only, feature_rows, functions, has_module_doc,
         is_test_file, manifest_features, out_of_line_test_modules, ratchet,
+        unused_workspace_dependencies, workspace_members,
     };
 
     fn function_of(body_lines: usize) -> String {
@@ -763,5 +833,23 @@ mod tests {
     fn no_std_ban_list() {
         let tree = "proto v0.1.0 (/w/crates/proto)\nthiserror v2.0.17\nlibc v0.2.1\nlibc v0.2.1\n";
         assert_eq!(banned_crates(tree), ["libc".to_owned()].into());
+    }
+
+    #[test]
+    fn workspace_dependencies() {
+        let root = "[workspace]\nmembers = [\n    \"crates/a\",\n    \"xtask\",\n]\n\
+                    [workspace.dependencies]\nown = { path = \"crates/own\" }\n\
+                    used = \"1\"\ndev = \"1\"\nunused = { version = \"1\" }\n";
+        assert_eq!(workspace_members(root), ["crates/a", "xtask"]);
+        let members = [
+            "[dependencies]\nused.workspace = true\n".to_owned(),
+            "[dev-dependencies]\ndev = { workspace = true, features = [\"x\"] }\n".to_owned(),
+        ];
+        let findings = unused_workspace_dependencies(root, &members);
+        let messages: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            ["Cargo.toml:10: workspace dependency `unused` is inherited by no member"]
+        );
     }
 }
