@@ -338,4 +338,4 @@ mod arbitrary {
 
 #[cfg(test)]
 #[path = "session_tests.rs"]
-mod tests;
+pub(crate) mod tests;
