@@ -44,13 +44,7 @@ impl Codec<'_> for PersonalAccessTokenInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
 pub struct PersonalAccessTokens(
-    #[cfg_attr(
-        test,
-        proptest(
-            strategy = "proptest::collection::vec(proptest::prelude::any::<PersonalAccessTokenInfo>(), 0..4)"
-        )
-    )]
-    pub Vec<PersonalAccessTokenInfo>,
+    #[cfg_attr(test, proptest(strategy = "tokens_strategy()"))] pub Vec<PersonalAccessTokenInfo>,
 );
 
 impl<'a> Codec<'a> for PersonalAccessTokens {
@@ -127,6 +121,11 @@ impl Codec<'_> for DeletePersonalAccessToken {
     fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         WireName::decode(reader).map(|name| Self { name })
     }
+}
+
+#[cfg(test)]
+fn tokens_strategy() -> impl proptest::strategy::Strategy<Value = Vec<PersonalAccessTokenInfo>> {
+    proptest::collection::vec(proptest::prelude::any::<PersonalAccessTokenInfo>(), 0..4)
 }
 
 #[cfg(test)]
