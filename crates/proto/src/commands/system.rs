@@ -951,6 +951,526 @@ impl<'a> Codec<'a> for Clients {
     }
 }
 
+/// Bytes of a metadata-change cursor: `[log_id:u128][op:u64][checksum:u128][ordinal:u32]`.
+pub const METADATA_CURSOR_LENGTH: usize = 44;
+/// Bytes of a page token's `last_key`: a user id and a token name at most.
+pub const PAGE_TOKEN_KEY_LENGTH_MAX: usize = 4 + 1 + 255;
+/// Records or items one metadata-changes page may carry.
+pub const METADATA_ENTRIES_MAX: usize = 100_000;
+/// Bytes of one record or item body.
+pub const METADATA_BODY_LENGTH_MAX: usize = 1 << 20;
+const METADATA_RECORD_LENGTH_MIN: usize = 43;
+const METADATA_ITEM_LENGTH_MIN: usize = 5;
+
+/// A position in the metadata log. At `op = 0` checksum and ordinal must be 0 (canonical).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+#[cfg_attr(test, proptest(filter = "MetadataCursor::is_canonical"))]
+pub struct MetadataCursor {
+    pub log_id: u128,
+    pub op: u64,
+    pub checksum: u128,
+    pub ordinal: u32,
+}
+
+impl MetadataCursor {
+    pub const fn is_canonical(&self) -> bool {
+        self.op != 0 || (self.checksum == 0 && self.ordinal == 0)
+    }
+}
+
+impl Codec<'_> for MetadataCursor {
+    fn encode(&self, writer: &mut Writer<'_>) {
+        writer.u128(self.log_id);
+        writer.u64(self.op);
+        writer.u128(self.checksum);
+        writer.u32(self.ordinal);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let offset = reader.offset();
+        let cursor = Self {
+            log_id: reader.u128("cursor.log_id")?,
+            op: reader.u64("cursor.op")?,
+            checksum: reader.u128("cursor.checksum")?,
+            ordinal: reader.u32("cursor.ordinal")?,
+        };
+        if !cursor.is_canonical() {
+            return Err(DecodeError::new(
+                "cursor",
+                offset,
+                DecodeErrorKind::NonZeroReserved,
+            ));
+        }
+        Ok(cursor)
+    }
+}
+
+/// The resource families of the metadata log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub enum MetadataGroup {
+    Streams = 1,
+    Topics = 2,
+    Partitions = 3,
+    ConsumerGroups = 4,
+    ConsumerGroupMembers = 5,
+    Users = 6,
+    PersonalAccessTokens = 7,
+    Sessions = 8,
+}
+
+impl MetadataGroup {
+    const ALL: [Self; 8] = [
+        Self::Streams,
+        Self::Topics,
+        Self::Partitions,
+        Self::ConsumerGroups,
+        Self::ConsumerGroupMembers,
+        Self::Users,
+        Self::PersonalAccessTokens,
+        Self::Sessions,
+    ];
+
+    // A fieldless enum converts to its discriminant losslessly.
+    #[allow(clippy::as_conversions)]
+    pub const fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_u8(value: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|group| group.as_u8() == value)
+    }
+
+    /// This group's bit in a page token's `groups_mask`.
+    pub fn mask_bit(self) -> u8 {
+        1_u8.checked_shl(u32::from(self.as_u8().saturating_sub(1)))
+            .unwrap_or(0)
+    }
+
+    /// Whether `key` has the shape of this group's resource key.
+    fn fits_key(self, key: &[u8]) -> bool {
+        match self {
+            Self::Streams | Self::Users => key.len() == 4,
+            Self::Topics | Self::Partitions | Self::Sessions => key.len() == 8,
+            Self::ConsumerGroups => key.len() == 12,
+            Self::ConsumerGroupMembers => key.len() == 16,
+            Self::PersonalAccessTokens => key.get(4..).is_some_and(|name| {
+                let mut reader = Reader::new(name, Dialect::V0_12_2);
+                WireName::decode(&mut reader).is_ok() && reader.is_empty()
+            }),
+        }
+    }
+}
+
+/// Where a `Current` page listing resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageToken {
+    pub anchor: MetadataCursor,
+    /// Not below `anchor.op`.
+    pub required_head: u64,
+    /// Contains `group`'s bit.
+    pub groups_mask: u8,
+    pub group: MetadataGroup,
+    /// The last key listed, shaped as `group`'s key.
+    pub last_key: Vec<u8>,
+}
+
+impl PageToken {
+    fn is_valid(&self) -> bool {
+        self.groups_mask & self.group.mask_bit() != 0
+            && self.required_head >= self.anchor.op
+            && self.last_key.len() <= PAGE_TOKEN_KEY_LENGTH_MAX
+            && self.group.fits_key(&self.last_key)
+    }
+
+    fn encoded_length(&self) -> usize {
+        self.last_key
+            .len()
+            .saturating_add(METADATA_CURSOR_LENGTH + 12)
+    }
+
+    /// `[len:u16][token]`, `len = 0` for none.
+    fn encode_optional(token: Option<&Self>, writer: &mut Writer<'_>) {
+        let Some(token) = token else {
+            writer.u16(0);
+            return;
+        };
+        let length = u16::try_from(token.encoded_length());
+        writer.u16(length.expect("a valid token spans at most 316 bytes"));
+        token.anchor.encode(writer);
+        writer.u64(token.required_head);
+        writer.u8(token.groups_mask);
+        writer.u8(token.group.as_u8());
+        writer.u16(u16::try_from(token.last_key.len()).expect("a valid key fits a u16"));
+        writer.bytes(&token.last_key);
+    }
+
+    fn decode_optional(reader: &mut Reader<'_>) -> Result<Option<Self>, DecodeError> {
+        let length = reader.u16("page_token.length")?;
+        if length == 0 {
+            return Ok(None);
+        }
+        let offset = reader.offset();
+        let mut body = reader.sub(usize::from(length), "page_token")?;
+        let anchor = MetadataCursor::decode(&mut body)?;
+        let required_head = body.u64("page_token.required_head")?;
+        let groups_mask = body.u8("page_token.groups_mask")?;
+        let group = decode_enum(&mut body, "page_token.group", MetadataGroup::from_u8)?;
+        let key_length = usize::from(body.u16("page_token.key_length")?);
+        let last_key = Vec::from(body.bytes(key_length, "page_token.last_key")?);
+        body.finish("page_token.trailing")?;
+        let token = Self {
+            anchor,
+            required_head,
+            groups_mask,
+            group,
+            last_key,
+        };
+        if !token.is_valid() {
+            let kind = DecodeErrorKind::InvalidValue {
+                value: u64::from(token.group.as_u8()),
+            };
+            return Err(DecodeError::new("page_token", offset, kind));
+        }
+        Ok(Some(token))
+    }
+}
+
+/// Where a `GET_METADATA_CHANGES` read starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataStart {
+    Earliest,
+    Latest,
+    After(MetadataCursor),
+    /// State pages; `Some` resumes a listing.
+    Current(Option<PageToken>),
+}
+
+/// `GET_METADATA_CHANGES` (17) request (0.12.2 only; the layout does not depend on the
+/// dialect).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataChangesRequest {
+    pub start: MetadataStart,
+    /// Microseconds since the Unix epoch, as is `until`.
+    pub since: Option<u64>,
+    pub until: Option<u64>,
+    pub limit: u32,
+    /// Empty = all groups. At most 255 are sent.
+    pub groups: Vec<MetadataGroup>,
+}
+
+impl Codec<'_> for MetadataChangesRequest {
+    fn encode(&self, writer: &mut Writer<'_>) {
+        let (mode, cursor, token) = match &self.start {
+            MetadataStart::Earliest => (0, MetadataCursor::default(), None),
+            MetadataStart::Latest => (1, MetadataCursor::default(), None),
+            MetadataStart::After(cursor) => (2, *cursor, None),
+            MetadataStart::Current(token) => (3, MetadataCursor::default(), token.as_ref()),
+        };
+        writer.u8(mode);
+        cursor.encode(writer);
+        encode_optional_u64(self.since, writer);
+        encode_optional_u64(self.until, writer);
+        writer.u32(self.limit);
+        let groups = self
+            .groups
+            .get(..usize::from(u8::MAX))
+            .unwrap_or(&self.groups);
+        writer.u8(len_u8(groups.len()));
+        for group in groups {
+            writer.u8(group.as_u8());
+        }
+        PageToken::encode_optional(token, writer);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let mode_offset = reader.offset();
+        let mode = reader.u8("metadata_changes.start")?;
+        let cursor_offset = reader.offset();
+        let cursor = MetadataCursor::decode(reader)?;
+        let since = decode_optional_u64(reader, "metadata_changes.since")?;
+        let until = decode_optional_u64(reader, "metadata_changes.until")?;
+        let limit = reader.u32("metadata_changes.limit")?;
+        let count = reader.length_u8(0, usize::from(u8::MAX), "metadata_changes.groups")?;
+        let mut groups = Vec::with_capacity(count.min(reader.remaining()));
+        for _ in 0..count {
+            groups.push(decode_enum(
+                reader,
+                "metadata_changes.group",
+                MetadataGroup::from_u8,
+            )?);
+        }
+        let token_offset = reader.offset();
+        let token = PageToken::decode_optional(reader)?;
+        if mode != 2 && cursor != MetadataCursor::default() {
+            let kind = DecodeErrorKind::NonZeroReserved;
+            return Err(DecodeError::new(
+                "metadata_changes.cursor",
+                cursor_offset,
+                kind,
+            ));
+        }
+        if mode != 3 && token.is_some() {
+            let kind = DecodeErrorKind::NonZeroReserved;
+            return Err(DecodeError::new(
+                "metadata_changes.page_token",
+                token_offset,
+                kind,
+            ));
+        }
+        let start = match mode {
+            0 => MetadataStart::Earliest,
+            1 => MetadataStart::Latest,
+            2 => MetadataStart::After(cursor),
+            3 => MetadataStart::Current(token),
+            value => {
+                let kind = DecodeErrorKind::InvalidValue {
+                    value: u64::from(value),
+                };
+                return Err(DecodeError::new(
+                    "metadata_changes.start",
+                    mode_offset,
+                    kind,
+                ));
+            }
+        };
+        Ok(Self {
+            start,
+            since,
+            until,
+            limit,
+            groups,
+        })
+    }
+}
+
+/// One change of the metadata log; the body layout depends on `kind` and stays opaque here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct MetadataRecord {
+    pub op: u64,
+    pub ordinal: u32,
+    pub checksum: u128,
+    /// Microseconds since the Unix epoch.
+    pub timestamp: u64,
+    pub actor_user_id: Option<u32>,
+    /// Raw codes, kept for forward compatibility.
+    pub group: u8,
+    pub kind: u8,
+    #[cfg_attr(test, proptest(strategy = "small_vec()"))]
+    pub body: Vec<u8>,
+}
+
+impl Codec<'_> for MetadataRecord {
+    fn encode(&self, writer: &mut Writer<'_>) {
+        writer.u64(self.op);
+        writer.u32(self.ordinal);
+        writer.u128(self.checksum);
+        writer.u64(self.timestamp);
+        writer.bool(self.actor_user_id.is_some());
+        if let Some(actor) = self.actor_user_id {
+            writer.u32(actor);
+        }
+        writer.u8(self.group);
+        writer.u8(self.kind);
+        writer.bytes_u32(&self.body);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            op: reader.u64("record.op")?,
+            ordinal: reader.u32("record.ordinal")?,
+            checksum: reader.u128("record.checksum")?,
+            timestamp: reader.u64("record.timestamp")?,
+            actor_user_id: if reader.bool("record.has_actor")? {
+                Some(reader.u32("record.actor_user_id")?)
+            } else {
+                None
+            },
+            group: reader.u8("record.group")?,
+            kind: reader.u8("record.kind")?,
+            body: Vec::from(reader.bytes_u32(METADATA_BODY_LENGTH_MAX, "record.body")?),
+        })
+    }
+}
+
+/// One resource of a `Current` page; the body stays opaque here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct MetadataItem {
+    pub group: u8,
+    #[cfg_attr(test, proptest(strategy = "small_vec()"))]
+    pub body: Vec<u8>,
+}
+
+impl Codec<'_> for MetadataItem {
+    fn encode(&self, writer: &mut Writer<'_>) {
+        writer.u8(self.group);
+        writer.bytes_u32(&self.body);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            group: reader.u8("item.group")?,
+            body: Vec::from(reader.bytes_u32(METADATA_BODY_LENGTH_MAX, "item.body")?),
+        })
+    }
+}
+
+/// How a metadata-changes page relates to the requested start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub enum MetadataChangesStatus {
+    Ok = 0,
+    Behind = 1,
+    Expired = 2,
+    Reset = 3,
+}
+
+impl MetadataChangesStatus {
+    const ALL: [Self; 4] = [Self::Ok, Self::Behind, Self::Expired, Self::Reset];
+
+    // A fieldless enum converts to its discriminant losslessly.
+    #[allow(clippy::as_conversions)]
+    pub const fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_u8(value: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_u8() == value)
+    }
+}
+
+/// What a page carries: log records (`Changes`) or state items and a token (`Current`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataPage {
+    Changes(Vec<MetadataRecord>),
+    Current {
+        items: Vec<MetadataItem>,
+        token: Option<PageToken>,
+    },
+}
+
+/// `GET_METADATA_CHANGES` reply. A page holds records or items, never both, by construction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataChanges {
+    pub status: MetadataChangesStatus,
+    pub log_id: Option<u128>,
+    pub oldest_op: u64,
+    pub retained_since: u64,
+    pub head_op: u64,
+    pub next: Option<MetadataCursor>,
+    pub has_more: bool,
+    pub page: MetadataPage,
+}
+
+impl Codec<'_> for MetadataChanges {
+    fn encode(&self, writer: &mut Writer<'_>) {
+        writer.u8(self.status.as_u8());
+        writer.bool(matches!(self.page, MetadataPage::Current { .. }));
+        writer.bool(self.log_id.is_some());
+        if let Some(log_id) = self.log_id {
+            writer.u128(log_id);
+        }
+        writer.u64(self.oldest_op);
+        writer.u64(self.retained_since);
+        writer.u64(self.head_op);
+        writer.bool(self.next.is_some());
+        if let Some(next) = &self.next {
+            next.encode(writer);
+        }
+        writer.bool(self.has_more);
+        let (records, items, token): (&[MetadataRecord], &[MetadataItem], _) = match &self.page {
+            MetadataPage::Changes(records) => (records, &[], None),
+            MetadataPage::Current { items, token } => (&[], items, token.as_ref()),
+        };
+        encode_counted(records, writer);
+        encode_counted(items, writer);
+        PageToken::encode_optional(token, writer);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let status = decode_enum(reader, "metadata.status", MetadataChangesStatus::from_u8)?;
+        let current = reader.bool("metadata.phase")?;
+        let log_id = if reader.bool("metadata.has_log_id")? {
+            Some(reader.u128("metadata.log_id")?)
+        } else {
+            None
+        };
+        let oldest_op = reader.u64("metadata.oldest_op")?;
+        let retained_since = reader.u64("metadata.retained_since")?;
+        let head_op = reader.u64("metadata.head_op")?;
+        let next = if reader.bool("metadata.has_next")? {
+            Some(MetadataCursor::decode(reader)?)
+        } else {
+            None
+        };
+        let has_more = reader.bool("metadata.has_more")?;
+        let records_offset = reader.offset();
+        let records: Vec<MetadataRecord> = decode_counted(
+            reader,
+            METADATA_ENTRIES_MAX,
+            METADATA_RECORD_LENGTH_MIN,
+            "metadata.records_count",
+        )?;
+        let items_offset = reader.offset();
+        let items: Vec<MetadataItem> = decode_counted(
+            reader,
+            METADATA_ENTRIES_MAX,
+            METADATA_ITEM_LENGTH_MIN,
+            "metadata.items_count",
+        )?;
+        let token = PageToken::decode_optional(reader)?;
+        let page = match (
+            current,
+            records.is_empty(),
+            items.is_empty() && token.is_none(),
+        ) {
+            (false, _, true) => MetadataPage::Changes(records),
+            (true, true, _) => MetadataPage::Current { items, token },
+            (false, _, false) => return Err(mixed_page("metadata.items", items_offset)),
+            (true, false, _) => return Err(mixed_page("metadata.records", records_offset)),
+        };
+        Ok(Self {
+            status,
+            log_id,
+            oldest_op,
+            retained_since,
+            head_op,
+            next,
+            has_more,
+            page,
+        })
+    }
+}
+
+fn mixed_page(field: &'static str, offset: usize) -> DecodeError {
+    let kind = DecodeErrorKind::CountMismatch {
+        declared: 0,
+        actual: 1,
+    };
+    DecodeError::new(field, offset, kind)
+}
+
+fn encode_optional_u64(value: Option<u64>, writer: &mut Writer<'_>) {
+    writer.bool(value.is_some());
+    if let Some(value) = value {
+        writer.u64(value);
+    }
+}
+
+fn decode_optional_u64(
+    reader: &mut Reader<'_>,
+    field: &'static str,
+) -> Result<Option<u64>, DecodeError> {
+    if reader.bool(field)? {
+        reader.u64(field).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 fn encode_client_head(
     client_id: u32,
     user_id: u32,
