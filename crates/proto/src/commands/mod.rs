@@ -10,6 +10,7 @@
 //! - "Not found" replies that the protocol encodes as an empty body are `Option<T>` at the
 //!   call site: [`decode_optional`] and [`encode_optional`].
 
+pub mod dispatch;
 pub mod empty;
 pub mod groups;
 pub mod legacy;
@@ -24,6 +25,7 @@ pub mod tokens;
 pub mod topics;
 pub mod users;
 
+pub use dispatch::{Reply, ReplyOutcome, Request};
 pub use empty::Empty;
 
 use alloc::vec::Vec;

@@ -8,7 +8,9 @@
 use alloc::vec::Vec;
 
 use crate::batch::{Batch, Integrity, Records, stamp};
-use crate::codec::{Codec, Reader, decode_exact, encode_to_vec};
+use crate::codec::{Codec, Reader, Writer, decode_exact, encode_to_vec};
+use crate::codes::CommandCode;
+use crate::commands::{Reply, Request};
 use crate::dialect::{Dialect, VersionPrefix};
 use crate::header::{
     EvictionHeader, FRAME_SIZE_MAX_DEFAULT, ReplyHeader, RequestHeader, frame_prefix,
@@ -136,5 +138,58 @@ fn check_batch(batch: &Batch<'_>, dialect: Dialect) {
     assert!(stamp(&mut stamped, 7, 11).is_ok());
 }
 
+/// Every request decoder, selected by the first byte: dialect in the low bit, command code
+/// index in the rest.
+pub fn fuzz_request(bytes: &[u8]) {
+    let Some((dialect, variant, body)) = split_selector(bytes) else {
+        return;
+    };
+    let code = command_code(variant);
+    if let Ok(request) = Request::decode(code, body, dialect) {
+        let mut encoded = Vec::new();
+        request.encode(&mut Writer::new(&mut encoded, dialect));
+        let again = Request::decode(code, &encoded, dialect);
+        assert_eq!(
+            again.as_ref(),
+            Ok(&request),
+            "re-encoding changed the request"
+        );
+    }
+    let _ = Request::decode_register(body, dialect);
+}
+
+/// Every reply decoder, selected like [`fuzz_request`]; also the result-section framing.
+pub fn fuzz_reply(bytes: &[u8]) {
+    let Some((dialect, variant, body)) = split_selector(bytes) else {
+        return;
+    };
+    let code = command_code(variant);
+    if let Ok(reply) = Reply::decode(code, body, dialect) {
+        let mut encoded = Vec::new();
+        reply.encode(&mut Writer::new(&mut encoded, dialect));
+        let again = Reply::decode(code, &encoded, dialect);
+        assert_eq!(again.as_ref(), Ok(&reply), "re-encoding changed the reply");
+    }
+    let _ = Reply::decode_body(code, code.operation(), body, dialect);
+}
+
+/// The command code with index `variant` (modulo the number of codes).
+pub fn command_code(variant: u8) -> CommandCode {
+    let count = CommandCode::all().count();
+    let index = usize::from(variant).checked_rem(count).unwrap_or_default();
+    CommandCode::all().nth(index).unwrap_or(CommandCode::Ping)
+}
+
+/// The selector byte that makes [`fuzz_request`] and [`fuzz_reply`] pick `code` in `dialect`.
+pub fn selector_for(code: CommandCode, dialect: Dialect) -> u8 {
+    let index = CommandCode::all()
+        .position(|candidate| candidate == code)
+        .unwrap_or_default();
+    let index = u8::try_from(index).unwrap_or_default();
+    index.wrapping_shl(1) | u8::from(dialect == Dialect::V0_11_0)
+}
+
+#[cfg(test)]
+mod seeds;
 #[cfg(test)]
 mod tests;

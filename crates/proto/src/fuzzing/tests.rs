@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::vec;
 use std::vec::Vec;
 
+use super::seeds::{reply_seeds, request_seeds};
 use super::*;
 use crate::batch::{OutgoingMessage, Producer, encode_batch};
 use crate::header::{EvictionReason, Operation};
@@ -175,6 +176,52 @@ fn batch_seeds() -> Vec<Vec<u8>> {
         with_selector(2, &idempotent),
         with_selector(3, &two),
     ]
+}
+
+fn tagged(seeds: Vec<(CommandCode, Dialect, Vec<u8>)>) -> Vec<Vec<u8>> {
+    seeds
+        .into_iter()
+        .map(|(code, dialect, body)| with_selector(selector_for(code, dialect), &body))
+        .collect()
+}
+
+#[test]
+fn replay_request() {
+    let mut seeds = tagged(request_seeds());
+    let mut send = vec![
+        0x16, 0, 0, 0, 1, 4, 0, 0, 0, 0, 1, 4, 0, 0, 0, 0, 2, 4, 0, 0, 0, 0, 1, 0, 0, 0,
+    ];
+    send.extend_from_slice(&batch_seeds()[0][1..]);
+    send[22] = 3;
+    seeds.push(with_selector(
+        selector_for(CommandCode::SendMessages, Dialect::V0_12_2),
+        &send,
+    ));
+    replay("request", seeds, fuzz_request);
+}
+
+#[test]
+fn replay_reply() {
+    replay("reply", tagged(reply_seeds()), fuzz_reply);
+}
+
+#[test]
+fn every_code_has_request_seeds_that_decode() {
+    let seeds = request_seeds();
+    for dialect in [Dialect::V0_11_0, Dialect::V0_12_2] {
+        for code in CommandCode::all().filter(|code| code.is_known_in(dialect)) {
+            let decodes = seeds.iter().any(|(seed_code, seed_dialect, body)| {
+                *seed_code == code
+                    && *seed_dialect == dialect
+                    && Request::decode(code, body, dialect).is_ok()
+            });
+            let exempt = code == CommandCode::SendMessages;
+            assert!(
+                decodes || exempt,
+                "no decodable seed for {code:?} in {dialect:?}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -129,3 +129,6 @@ pub(crate) fn invalid(field: &'static str, offset: usize, value: u64) -> DecodeE
 pub(crate) fn reserved(field: &'static str, offset: usize) -> DecodeError {
     DecodeError::new(field, offset, DecodeErrorKind::NonZeroReserved)
 }
+
+#[cfg(test)]
+mod tests;

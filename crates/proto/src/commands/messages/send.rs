@@ -92,8 +92,9 @@ pub struct Confirmation {
     pub base_offset: u64,
 }
 
-/// The send reply: `[count:u32]` + 20-byte confirmations; an empty body means "accepted, no
-/// confirmation".
+/// The send reply: `[count:u32]` + 20-byte confirmations. An empty body means "accepted, no
+/// confirmation"; a zero count (what the SDK's own encoder writes for an empty list) decodes
+/// the same way.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
 pub struct SendConfirmations(
@@ -127,7 +128,7 @@ impl Codec<'_> for SendConfirmations {
         let offset = reader.offset();
         let count = usize_from_u32(reader.u32("send_reply.count")?);
         let max = reader.remaining() / CONFIRMATION_LENGTH;
-        check_length(usize_to_u64(count), 1, max, "send_reply.count", offset)?;
+        check_length(usize_to_u64(count), 0, max, "send_reply.count", offset)?;
         let mut confirmations = Vec::with_capacity(count);
         for _ in 0..count {
             confirmations.push(Confirmation {
