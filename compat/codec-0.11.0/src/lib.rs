@@ -1,0 +1,4 @@
+//! Nothing but tests: `tests/*.rs` feed bytes the published SDK crates of dialect 0.11.0
+//! (`iggy_binary_protocol` and `iggy_common` 0.11.0, as embedded by Python `apache-iggy`
+//! 0.9.0) encode into the `proto` decoders, and bytes the `proto` encoders produce into the
+//! SDK decoders.

@@ -1,0 +1,3 @@
+//! Nothing but tests: `tests/*.rs` feed bytes the published SDK crates of dialect 0.12.2
+//! (`iggy_binary_protocol` 0.11.1-edge.8, `iggy_common` 0.11.1-edge.10) encode into the
+//! `proto` decoders, and bytes the `proto` encoders produce into the SDK decoders.
