@@ -16,6 +16,7 @@ pub mod legacy;
 pub mod messages;
 pub mod offsets;
 pub mod partitions;
+pub mod poll_selector;
 pub mod session;
 pub mod streams;
 pub mod system;
