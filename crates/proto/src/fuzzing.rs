@@ -1,1 +1,0 @@
-//! Entry points for the fuzz targets and their seeded replay tests.

@@ -1,0 +1,140 @@
+//! Entry points for the fuzz targets (`fuzz/fuzz_targets/`) and their seeded replay tests.
+//!
+//! Each function takes arbitrary bytes and must never panic on them. When a decoder accepts
+//! the input, the value is re-encoded and decoded again, and the two values must be equal:
+//! a decoder that accepts what its encoder cannot reproduce is a bug the fuzzer reports by
+//! panicking here.
+
+use alloc::vec::Vec;
+
+use crate::batch::{Batch, Integrity, Records, stamp};
+use crate::codec::{Codec, Reader, decode_exact, encode_to_vec};
+use crate::dialect::{Dialect, VersionPrefix};
+use crate::header::{
+    EvictionHeader, FRAME_SIZE_MAX_DEFAULT, ReplyHeader, RequestHeader, frame_prefix,
+};
+use crate::primitives::{
+    AckLevel, Consumer, Identifier, OptionalPartition, OptionsBlock, Partitioning, Permissions,
+    PollingStrategy, UserHeaders,
+};
+use crate::result::ResultSection;
+
+/// Splits a selector byte off the input: the first byte picks the dialect (low bit) and a
+/// variant (the rest), so one target covers a whole decoder family.
+fn split_selector(bytes: &[u8]) -> Option<(Dialect, u8, &[u8])> {
+    let (&selector, rest) = bytes.split_first()?;
+    let dialect = if selector & 1 == 0 {
+        Dialect::V0_12_2
+    } else {
+        Dialect::V0_11_0
+    };
+    Some((dialect, selector >> 1, rest))
+}
+
+/// Decodes `bytes` as a `T`; if that works, checks that encoding and decoding again gives the
+/// same value.
+fn round_trip<T>(bytes: &[u8], dialect: Dialect)
+where
+    T: for<'a> Codec<'a> + PartialEq + core::fmt::Debug,
+{
+    if let Ok(value) = decode_exact::<T>(bytes, dialect) {
+        let encoded = encode_to_vec(&value, dialect);
+        let again = decode_exact::<T>(&encoded, dialect);
+        assert_eq!(again.as_ref(), Ok(&value), "re-encoding changed the value");
+    }
+}
+
+/// Frame prefix and the three header views, in both dialects.
+pub fn fuzz_header(bytes: &[u8]) {
+    let _ = frame_prefix(bytes, FRAME_SIZE_MAX_DEFAULT);
+    for dialect in [Dialect::V0_11_0, Dialect::V0_12_2] {
+        if let Ok(header) = RequestHeader::parse(bytes, dialect) {
+            let _ = header.code();
+            let _ = header.partition_context();
+        }
+    }
+    if let Ok(header) = ReplyHeader::parse(bytes) {
+        let _ = header.body_length();
+    }
+    if let Ok(header) = EvictionHeader::parse(bytes) {
+        assert!(
+            header.reason().is_some(),
+            "a parsed eviction has a known reason"
+        );
+    }
+}
+
+/// The primitive encodings of PROTOCOL.md §2.2 and §3.
+pub fn fuzz_primitives(bytes: &[u8]) {
+    let Some((dialect, variant, rest)) = split_selector(bytes) else {
+        return;
+    };
+    match variant % 12 {
+        0 => round_trip::<Identifier>(rest, dialect),
+        1 => round_trip::<Consumer>(rest, dialect),
+        2 => round_trip::<Partitioning>(rest, dialect),
+        3 => round_trip::<PollingStrategy>(rest, dialect),
+        4 => round_trip::<OptionalPartition>(rest, dialect),
+        5 => round_trip::<AckLevel>(rest, dialect),
+        6 => round_trip::<Permissions>(rest, dialect),
+        7 => round_trip::<OptionsBlock>(rest, dialect),
+        8 => round_trip::<VersionPrefix>(rest, dialect),
+        9 => fuzz_user_headers(rest),
+        10 => fuzz_result_section(rest, dialect),
+        _ => {
+            let mut reader = Reader::new(rest, dialect);
+            let _ = OptionsBlock::decode_prefixed(&mut reader);
+        }
+    }
+}
+
+fn fuzz_user_headers(bytes: &[u8]) {
+    if let Ok(headers) = UserHeaders::decode(bytes) {
+        let mut encoded = Vec::new();
+        headers.encode_into(&mut encoded);
+        assert_eq!(encoded, bytes, "user headers re-encode byte for byte");
+    }
+}
+
+fn fuzz_result_section(bytes: &[u8], dialect: Dialect) {
+    let mut reader = Reader::new(bytes, dialect);
+    let _ = ResultSection::decode(&mut reader);
+}
+
+/// Batch validation, iteration, slicing and stamping, and the record walk of poll replies.
+pub fn fuzz_batch(bytes: &[u8]) {
+    let Some((dialect, variant, rest)) = split_selector(bytes) else {
+        return;
+    };
+    let integrity = if variant & 1 == 0 {
+        Integrity::Full
+    } else {
+        Integrity::LayoutOnly
+    };
+    for record in Records::new(rest, dialect, integrity, 0) {
+        let Ok(batch) = record else { break };
+        check_batch(&batch, dialect);
+    }
+    if let Ok(batch) = Batch::parse(rest, dialect, integrity, 0) {
+        check_batch(&batch, dialect);
+    }
+}
+
+fn check_batch(batch: &Batch<'_>, dialect: Dialect) {
+    let count = batch.messages().count();
+    assert_eq!(Some(count), usize::try_from(batch.message_count()).ok());
+    if let Some(slice) = batch.slice(1, count) {
+        let mut record = Vec::from(slice.header);
+        record.extend_from_slice(slice.frames);
+        let sliced = Batch::parse(&record, dialect, Integrity::LayoutOnly, 0);
+        assert!(
+            sliced.is_ok(),
+            "a slice of a valid batch is valid: {sliced:?}"
+        );
+    }
+    let mut stamped = Vec::from(batch.as_bytes());
+    assert!(stamp(&mut stamped, 7, 11).is_ok());
+}
+
+#[cfg(test)]
+mod tests;

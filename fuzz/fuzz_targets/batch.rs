@@ -1,0 +1,5 @@
+#![no_main]
+//! Fuzzes the batch decoders; the checks live in `proto::fuzzing::fuzz_batch` so the seeded replay
+//! test in the crate runs the same code on stable.
+
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| proto::fuzzing::fuzz_batch(bytes));
