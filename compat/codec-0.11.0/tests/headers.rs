@@ -240,3 +240,29 @@ fn sdk_evictions_parse_with_ours() {
         assert_eq!(ours.reason().map(EvictionReason::as_u8), Some(reason as u8));
     }
 }
+
+/// Our result sections (success and refusal) read back through the SDK's section parser.
+#[test]
+fn our_result_sections_read_back_with_the_sdk() {
+    use iggy_binary_protocol::consensus::{result_code, result_section_len};
+    use proto::result::{REFUSAL_LENGTH, ResultSection};
+
+    let mut ok = Vec::new();
+    ResultSection::Ok.encode(&mut proto::Writer::new(&mut ok, DIALECT));
+    ok.extend_from_slice(b"payload");
+    assert_eq!(result_code(&ok), Some(0));
+    assert_eq!(result_section_len(&ok), Some(4));
+
+    for code in [1_u32, 1009, 5000, u32::MAX] {
+        let mut refused = Vec::new();
+        ResultSection::Refused(code).encode(&mut proto::Writer::new(&mut refused, DIALECT));
+        assert_eq!(refused.len(), REFUSAL_LENGTH);
+        assert_eq!(result_code(&refused), Some(code));
+        assert_eq!(result_section_len(&refused), Some(REFUSAL_LENGTH));
+        let mut reader = proto::Reader::new(&refused, DIALECT);
+        assert_eq!(
+            ResultSection::decode(&mut reader),
+            Ok(ResultSection::Refused(code))
+        );
+    }
+}
