@@ -20,7 +20,7 @@ fn send_body() -> Vec<u8> {
     let payloads: Vec<Vec<u8>> = (0..MESSAGES)
         .map(|index| {
             (0..PAYLOAD_BYTES)
-                .map(|byte| (byte ^ index) as u8)
+                .map(|byte| u8::try_from((byte ^ index) & 0xff).expect("masked to a byte"))
                 .collect()
         })
         .collect();
@@ -28,8 +28,8 @@ fn send_body() -> Vec<u8> {
         .iter()
         .enumerate()
         .map(|(index, payload)| OutgoingMessage {
-            id: index as u128 + 1,
-            origin_timestamp: 1_700_000_000_000_000 + index as u64,
+            id: u128::try_from(index).expect("fits") + 1,
+            origin_timestamp: 1_700_000_000_000_000 + u64::try_from(index).expect("fits"),
             payload,
             user_headers: &[],
         })
@@ -37,7 +37,7 @@ fn send_body() -> Vec<u8> {
     let mut body = vec![
         22, 0, 0, 0, 1, 4, 0, 0, 0, 0, 1, 4, 0, 0, 0, 0, 2, 4, 0, 0, 0, 0,
     ];
-    body.extend_from_slice(&(MESSAGES as u32).to_le_bytes());
+    body.extend_from_slice(&u32::try_from(MESSAGES).expect("1000 fits").to_le_bytes());
     encode_batch(&messages, None, &mut body).expect("valid messages");
     body
 }
@@ -55,7 +55,7 @@ fn benchmarks(criterion: &mut Criterion) {
     let body = send_body();
     let mut target = vec![0_u8; body.len()];
     let mut group = criterion.benchmark_group("send_messages_1000x1KiB");
-    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.throughput(Throughput::Bytes(u64::try_from(body.len()).expect("fits")));
     group.bench_function("validate_and_iterate", |bencher| {
         bencher.iter(|| validate_and_iterate(black_box(&body)));
     });
@@ -86,7 +86,7 @@ fn summary() {
         }
         copy_best = copy_best.min(start.elapsed().as_secs_f64());
     }
-    let bytes = (body.len() * iterations) as f64;
+    let bytes = f64::from(u32::try_from(body.len() * iterations).expect("under 4 GiB"));
     let validate_rate = bytes / validate_best / 1e9;
     let copy_rate = bytes / copy_best / 1e9;
     println!(

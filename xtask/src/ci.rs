@@ -1,0 +1,157 @@
+//! `cargo xtask ci`: the single test command, run by `.ci/run` and by hand.
+//!
+//! Steps run in `Step::ALL` order, each under a header and with its timing, and the first
+//! failure stops the run with a non-zero exit. Steps whose project does not exist yet
+//! (`compat/*`, `fuzz/`) report that and pass.
+
+use std::error::Error;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use xshell::{Shell, cmd};
+
+use crate::flags::Step;
+use crate::{DynError, tidy};
+
+/// Installed when `cargo deny` is missing; pinned so that a new release cannot change what
+/// `deny.toml` means under CI's feet.
+const CARGO_DENY_VERSION: &str = "0.20.2";
+
+#[derive(Debug)]
+struct StepError {
+    step: Step,
+    source: DynError,
+}
+
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ci step `{}` failed", self.step.name())
+    }
+}
+
+impl Error for StepError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+pub(crate) fn run(sh: &Shell, skip: &[Step]) -> Result<(), DynError> {
+    let run_start = Instant::now();
+    let steps: Vec<Step> = Step::ALL
+        .into_iter()
+        .filter(|step| !skip.contains(step))
+        .collect();
+    for (index, &step) in steps.iter().enumerate() {
+        println!("\n==> [{}/{}] {}", index + 1, steps.len(), step.name());
+        let step_start = Instant::now();
+        let result = run_step(sh, step);
+        let seconds = step_start.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => println!("<== {} ok in {seconds:.1}s", step.name()),
+            Err(source) => {
+                println!("<== {} FAILED after {seconds:.1}s", step.name());
+                return Err(StepError { step, source }.into());
+            }
+        }
+    }
+    let skipped: Vec<&str> = skip.iter().map(|step| step.name()).collect();
+    if !skipped.is_empty() {
+        println!("\nskipped: {}", skipped.join(", "));
+    }
+    println!("\nci ok in {:.1}s", run_start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
+    match step {
+        Step::Install => install(sh)?,
+        Step::Fmt => cmd!(sh, "cargo fmt --all -- --check").run()?,
+        Step::Clippy => cmd!(sh, "cargo clippy --workspace --all-targets -- -D warnings").run()?,
+        Step::Tidy => tidy::run(sh)?,
+        Step::Test => test(sh)?,
+        Step::NoStd => cmd!(sh, "cargo check -p proto --no-default-features").run()?,
+        Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
+        Step::Compat => compat(sh)?,
+        Step::Fuzz => fuzz(sh)?,
+    }
+    Ok(())
+}
+
+/// Whether `cargo <subcommand> --version` runs, i.e. the subcommand is installed.
+fn has_cargo_subcommand(sh: &Shell, subcommand: &str) -> bool {
+    cmd!(sh, "cargo {subcommand} --version")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .is_ok()
+}
+
+fn install(sh: &Shell) -> Result<(), DynError> {
+    if has_cargo_subcommand(sh, "deny") {
+        let version = cmd!(sh, "cargo deny --version").read()?;
+        println!("{version}: already installed");
+    } else {
+        cmd!(
+            sh,
+            "cargo install cargo-deny --locked --version {CARGO_DENY_VERSION}"
+        )
+        .run()?;
+    }
+    Ok(())
+}
+
+/// nextest where installed, `cargo test` elsewhere; doctests always, as nextest skips them.
+fn test(sh: &Shell) -> Result<(), DynError> {
+    if has_cargo_subcommand(sh, "nextest") {
+        cmd!(sh, "cargo nextest run --workspace").run()?;
+    } else {
+        cmd!(sh, "cargo test --workspace").run()?;
+    }
+    cmd!(sh, "cargo test --workspace --doc").run()?;
+    Ok(())
+}
+
+/// Each `compat/<dialect>/` project has its own lockfile; they share one target directory so
+/// their common dependencies build once.
+fn compat(sh: &Shell) -> Result<(), DynError> {
+    let root = sh.current_dir();
+    let compat = root.join("compat");
+    let mut manifests: Vec<PathBuf> = Vec::new();
+    if compat.is_dir() {
+        for entry in std::fs::read_dir(&compat)? {
+            let manifest = entry?.path().join("Cargo.toml");
+            if manifest.is_file() {
+                manifests.push(manifest);
+            }
+        }
+    }
+    manifests.sort();
+    if manifests.is_empty() {
+        println!("no compat/*/Cargo.toml: nothing to test");
+    }
+    let target_dir = root.join("target/compat");
+    for manifest in &manifests {
+        cmd!(sh, "cargo test --manifest-path {manifest}")
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .run()?;
+    }
+    Ok(())
+}
+
+/// Type-checks the fuzz targets the way cargo-fuzz builds them (`--cfg fuzzing`), in their own
+/// target directory so the flag does not invalidate the workspace's build cache.
+fn fuzz(sh: &Shell) -> Result<(), DynError> {
+    let root = sh.current_dir();
+    let manifest = root.join("fuzz/Cargo.toml");
+    if !manifest.is_file() {
+        println!("no fuzz/Cargo.toml: nothing to check");
+        return Ok(());
+    }
+    cmd!(sh, "cargo check --manifest-path {manifest}")
+        .env("CARGO_TARGET_DIR", root.join("target/fuzz"))
+        .env("RUSTFLAGS", "--cfg fuzzing")
+        .run()?;
+    Ok(())
+}
