@@ -641,7 +641,6 @@ fn our_send_confirmations_decode_with_the_sdk() {
 /// count (it expects an empty body instead). Servers never decode this reply, so the
 /// disagreement only matters to clients built on `proto`.
 #[test]
-#[ignore = "proto bug: SendConfirmations::decode refuses count = 0, which the SDK encoder writes for an empty list"]
 fn sdk_empty_confirmation_list_decodes_with_ours() {
     use iggy_binary_protocol::WireEncode;
     let sdk = iggy_binary_protocol::responses::messages::SendMessagesResponse {
