@@ -13,9 +13,7 @@ use crate::config::{ConfigError, PoolConfig};
 pub enum PoolError {
     #[error("{requested} bytes is more than the largest class (512 MiB)")]
     TooLarge { requested: usize },
-    #[error(
-        "pool exhausted: {allocated} of {budget} bytes allocated, a {class}-byte buffer does not fit"
-    )]
+    #[error("pool exhausted: {allocated} of {budget} bytes in use, no room for {class} more")]
     Exhausted {
         class: usize,
         allocated: u64,

@@ -55,7 +55,7 @@ proptest! {
         let mut held: Vec<Buffer> = Vec::new();
         for step in steps {
             match step {
-                Step::Acquire(length) => acquire(&pool, &mut model, &mut held, length, bucket_capacity)?,
+                Step::Acquire(length) => acquire(&pool, &mut model, &mut held, length)?,
                 Step::Release(pick) if !held.is_empty() => {
                     let buffer = held.swap_remove(pick % held.len());
                     let index = buffer.bucket().index();
@@ -77,7 +77,6 @@ fn acquire(
     model: &mut Model,
     held: &mut Vec<Buffer>,
     length: usize,
-    _bucket_capacity: usize,
 ) -> Result<(), TestCaseError> {
     let index = bucket_for(length).unwrap().index();
     let class = BUCKETS[index] as u64;

@@ -90,7 +90,8 @@ fn summary() {
     let validate_rate = bytes / validate_best / 1e9;
     let copy_rate = bytes / copy_best / 1e9;
     println!(
-        "summary: body {} bytes; validate+iterate {validate_rate:.2} GB/s; memcpy {copy_rate:.2} GB/s; ratio {:.2}",
+        "summary: body {} bytes; validate+iterate {validate_rate:.2} GB/s; \
+         memcpy {copy_rate:.2} GB/s; ratio {:.2}",
         body.len(),
         validate_rate / copy_rate
     );

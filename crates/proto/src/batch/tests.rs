@@ -161,6 +161,17 @@ struct OwnedMessage {
     user_headers: Vec<u8>,
 }
 
+impl OwnedMessage {
+    fn outgoing(&self) -> OutgoingMessage<'_> {
+        OutgoingMessage {
+            id: self.id,
+            origin_timestamp: self.origin_timestamp,
+            payload: &self.payload,
+            user_headers: &self.user_headers,
+        }
+    }
+}
+
 fn owned_message() -> impl Strategy<Value = OwnedMessage> {
     (
         any::<u128>(),
@@ -189,7 +200,7 @@ proptest! {
     ) {
         let outgoing: Vec<_> = messages
             .iter()
-            .map(|m| OutgoingMessage { id: m.id, origin_timestamp: m.origin_timestamp, payload: &m.payload, user_headers: &m.user_headers })
+            .map(OwnedMessage::outgoing)
             .collect();
         let mut bytes = Vec::new();
         encode_batch(&outgoing, producer, &mut bytes).unwrap();
@@ -203,7 +214,8 @@ proptest! {
             prop_assert_eq!(message.user_headers, &expected.user_headers[..]);
             prop_assert_eq!(message.header.id.get(), expected.id);
             prop_assert_eq!(message.header.offset_delta.get() as usize, index);
-            prop_assert_eq!(origin_min + u64::from(message.header.timestamp_delta.get()), expected.origin_timestamp);
+            let origin = origin_min + u64::from(message.header.timestamp_delta.get());
+            prop_assert_eq!(origin, expected.origin_timestamp);
             let decoded = UserHeaders::decode(message.user_headers).unwrap();
             let mut reencoded = Vec::new();
             decoded.encode_into(&mut reencoded);

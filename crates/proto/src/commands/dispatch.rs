@@ -83,7 +83,11 @@ macro_rules! command_table {
 
         impl<'a> Request<'a> {
             /// Decodes the body of a request for `code`; the body must be consumed exactly.
-            pub fn decode(code: CommandCode, body: &'a [u8], dialect: Dialect) -> Result<Self, DecodeError> {
+            pub fn decode(
+                code: CommandCode,
+                body: &'a [u8],
+                dialect: Dialect,
+            ) -> Result<Self, DecodeError> {
                 check_known(code, dialect)?;
                 match code {
                     $(CommandCode::$variant => decode_exact(body, dialect).map(Self::$variant),)*
@@ -105,7 +109,11 @@ macro_rules! command_table {
 
         impl<'a> Reply<'a> {
             /// Decodes the payload of a reply to `code`; the payload must be consumed exactly.
-            pub fn decode(code: CommandCode, payload: &'a [u8], dialect: Dialect) -> Result<Self, DecodeError> {
+            pub fn decode(
+                code: CommandCode,
+                payload: &'a [u8],
+                dialect: Dialect,
+            ) -> Result<Self, DecodeError> {
                 check_known(code, dialect)?;
                 match code {
                     $(CommandCode::$variant => decode_exact(payload, dialect).map(Self::$variant),)*

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::batch::{OutgoingMessage, encode_batch, stamp};
+use crate::batch::{Batch, Integrity, OutgoingMessage, encode_batch, stamp};
 use crate::codec::{Codec, decode_exact, encode_to_vec};
 use crate::commands::poll_selector::PollSelector;
 use crate::dialect::Dialect;
@@ -312,12 +312,7 @@ proptest! {
         context in any::<PartitionContext>(),
         status in 1_u32..6000,
     ) {
-        let records = stamped_records(&payloads);
-        let ok = FetchSection { partition_id: 1, status: 0, current_offset: 9, messages_count: u32::try_from(payloads.len() * 2).unwrap(), context, next_offset: 10, records: &records };
-        let refused = FetchSection { partition_id: 2, status, current_offset: 0, messages_count: 0, context, next_offset: 0, records: &[] };
-        let fetched = FetchedMessages { sections: alloc::vec![ok, refused] };
-        let bytes = encode_to_vec(&fetched, Dialect::V0_12_2);
-        prop_assert_eq!(decode_exact::<FetchedMessages<'_>>(&bytes, Dialect::V0_12_2).unwrap(), fetched);
+        fetched_round_trip(&payloads, context, status)?;
     }
 
     #[test]
@@ -327,8 +322,9 @@ proptest! {
         dialect in any::<Dialect>(),
     ) {
         let records = stamped_records(&payloads);
-        let context = if dialect == Dialect::V0_12_2 { context } else { PartitionContext::default() };
-        let polled = PolledMessages { partition_id: 3, current_offset: 7, messages_count: u32::try_from(payloads.len() * 2).unwrap(), context, records: &records };
+        let old = dialect == Dialect::V0_11_0;
+        let context = if old { PartitionContext::default() } else { context };
+        let polled = polled_messages(&records, payloads.len(), context);
         let bytes = encode_to_vec(&polled, dialect);
         prop_assert_eq!(bytes.len(), poll_head_length(dialect) + records.len());
         prop_assert_eq!(decode_exact::<PolledMessages<'_>>(&bytes, dialect).unwrap(), polled);
@@ -342,10 +338,10 @@ proptest! {
         payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..50), 1..4),
         dialect in any::<Dialect>(),
     ) {
-        let messages: Vec<_> = payloads.iter().map(|p| OutgoingMessage { id: 5, origin_timestamp: ORIGIN, payload: p, user_headers: &[] }).collect();
+        let messages: Vec<_> = payloads.iter().map(|p| outgoing(p)).collect();
         let mut batch_bytes = Vec::new();
         encode_batch(&messages, None, &mut batch_bytes).unwrap();
-        let batch = crate::batch::Batch::parse(&batch_bytes, dialect, crate::batch::Integrity::Full, 0).unwrap();
+        let batch = Batch::parse(&batch_bytes, dialect, Integrity::Full, 0).unwrap();
         let send = SendMessages { stream_id, topic_id, partitioning, batch, batch_offset: 0 };
         let bytes = encode_to_vec(&send, dialect);
         let decoded = decode_exact::<SendMessages<'_>>(&bytes, dialect).unwrap();
@@ -372,5 +368,62 @@ fn round_trip<T: for<'a> Codec<'a> + PartialEq + core::fmt::Debug>(
 ) -> Result<(), TestCaseError> {
     let bytes = encode_to_vec(value, dialect);
     prop_assert_eq!(&decode_exact::<T>(&bytes, dialect).unwrap(), value);
+    Ok(())
+}
+
+fn outgoing(payload: &[u8]) -> OutgoingMessage<'_> {
+    OutgoingMessage {
+        id: 5,
+        origin_timestamp: ORIGIN,
+        payload,
+        user_headers: &[],
+    }
+}
+
+fn polled_messages(
+    records: &[u8],
+    batches: usize,
+    context: PartitionContext,
+) -> PolledMessages<'_> {
+    let messages_count = u32::try_from(batches * 2).unwrap();
+    PolledMessages {
+        partition_id: 3,
+        current_offset: 7,
+        messages_count,
+        context,
+        records,
+    }
+}
+
+fn fetched_round_trip(
+    payloads: &[Vec<u8>],
+    context: PartitionContext,
+    status: u32,
+) -> Result<(), TestCaseError> {
+    let records = stamped_records(payloads);
+    let ok = FetchSection {
+        partition_id: 1,
+        status: 0,
+        current_offset: 9,
+        messages_count: u32::try_from(payloads.len() * 2).unwrap(),
+        context,
+        next_offset: 10,
+        records: &records,
+    };
+    let refused = FetchSection {
+        partition_id: 2,
+        status,
+        current_offset: 0,
+        messages_count: 0,
+        context,
+        next_offset: 0,
+        records: &[],
+    };
+    let fetched = FetchedMessages {
+        sections: alloc::vec![ok, refused],
+    };
+    let bytes = encode_to_vec(&fetched, Dialect::V0_12_2);
+    let decoded = decode_exact::<FetchedMessages<'_>>(&bytes, Dialect::V0_12_2).unwrap();
+    prop_assert_eq!(decoded, fetched);
     Ok(())
 }
