@@ -51,7 +51,7 @@ use super::users::{
     ChangePassword, CreateUser, DeleteUser, GetUser, UpdatePermissions, UserDetails, Users,
 };
 
-/// An empty body decodes as `None`: the protocol's "not found" (GET_STREAM, GET_USER, …).
+/// An empty body decodes as `None`: the protocol's "not found" (`GET_STREAM`, `GET_USER`, …).
 impl<'a, T: Codec<'a>> Codec<'a> for Option<T> {
     fn encode(&self, writer: &mut Writer<'_>) {
         if let Some(value) = self {
@@ -213,6 +213,9 @@ fn check_known(code: CommandCode, dialect: Dialect) -> Result<(), DecodeError> {
 }
 
 /// What a reply body says: a payload, or the refusal of its result section.
+// Outcomes are returned and matched at once, never stored in bulk; boxing the payload would
+// allocate on every reply.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReplyOutcome<'a> {
     Ok(Reply<'a>),

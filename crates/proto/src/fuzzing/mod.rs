@@ -167,8 +167,15 @@ pub fn fuzz_reply(bytes: &[u8]) {
     if let Ok(reply) = Reply::decode(code, body, dialect) {
         let mut encoded = Vec::new();
         reply.encode(&mut Writer::new(&mut encoded, dialect));
+        // Replies carry floats (GET_STATS), and NaN never equals itself: compare the bytes
+        // of a second encoding instead of the values.
         let again = Reply::decode(code, &encoded, dialect);
-        assert_eq!(again.as_ref(), Ok(&reply), "re-encoding changed the reply");
+        assert!(again.is_ok(), "a re-encoded reply decodes: {again:?}");
+        let mut encoded_again = Vec::new();
+        if let Ok(again) = again {
+            again.encode(&mut Writer::new(&mut encoded_again, dialect));
+        }
+        assert_eq!(encoded_again, encoded, "re-encoding changed the reply");
     }
     let _ = Reply::decode_body(code, code.operation(), body, dialect);
 }

@@ -50,6 +50,8 @@ where
         .collect()
 }
 
+// A table: one line per command code.
+#[allow(clippy::too_many_lines)]
 pub(super) fn request_seeds() -> Vec<(C, Dialect, Vec<u8>)> {
     let mut runner = runner();
     let mut seeds = Vec::new();

@@ -31,7 +31,7 @@ impl Rng {
     }
 
     fn bytes(&mut self, length: usize) -> Vec<u8> {
-        (0..length).map(|_| self.next() as u8).collect()
+        (0..length).map(|_| self.next().to_le_bytes()[0]).collect()
     }
 }
 
@@ -47,7 +47,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
                 input[position] = [0, 1, 2, 0x7f, 0x80, 0xff][rng.below(6)];
             }
             2 => input.truncate(position),
-            3 => input.insert(position.min(input.len()), rng.next() as u8),
+            3 => input.insert(position.min(input.len()), rng.next().to_le_bytes()[0]),
             4 if input.len() >= position + 4 => {
                 let value = [0_u32, 1, 255, 256, u32::MAX, 0x8000_0000][rng.below(6)];
                 input[position..position + 4].copy_from_slice(&value.to_le_bytes());

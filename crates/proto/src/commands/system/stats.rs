@@ -8,7 +8,6 @@ use super::wire::{decode_counted, decode_text, encode_counted};
 #[cfg(test)]
 use super::wire::{small_vec, text_strategy};
 use crate::codec::{Codec, Reader, Writer};
-use crate::dialect::Dialect;
 use crate::error::DecodeError;
 
 /// Cache metric entries a stats reply may carry.
@@ -62,8 +61,9 @@ pub struct Stats {
     /// Bytes, as is the next.
     pub free_disk_space: u64,
     pub total_disk_space: u64,
-    /// 0.12.2 only, like `open_files_limit`: 0.11.0 does not write the tail. Either dialect
-    /// decodes a missing tail as 0 and refuses a partial one.
+    /// The open-files tail, like `open_files_limit`: only 0.12.2 clients read it, and the
+    /// 0.11.0 decoder ignores trailing bytes, so both dialects always get it (§4.1). A missing
+    /// tail decodes as 0; a partial one is refused.
     pub open_files_count: u64,
     pub open_files_limit: u64,
 }
@@ -144,10 +144,8 @@ impl Codec<'_> for Stats {
         writer.u32(self.threads_count);
         writer.u64(self.free_disk_space);
         writer.u64(self.total_disk_space);
-        if writer.dialect() == Dialect::V0_12_2 {
-            writer.u64(self.open_files_count);
-            writer.u64(self.open_files_limit);
-        }
+        writer.u64(self.open_files_count);
+        writer.u64(self.open_files_limit);
     }
 
     fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
