@@ -95,3 +95,34 @@ mod tests {
         assert_eq!(xxhash_rust::xxh32::xxh32(b"user-1", 0), 2_755_638_957);
     }
 }
+
+/// Recomputes every message checksum and then the batch checksum of a batch whose frames
+/// tile `bytes`, so fuzzers reach the code behind the checksum checks instead of stopping at
+/// them. Frames that do not fit end the walk.
+#[cfg(any(test, fuzzing))]
+pub fn fix_checksums(bytes: &mut [u8]) {
+    let Some((header_bytes, frames)) = bytes.split_at_mut_checked(super::BATCH_HEADER_SIZE) else {
+        return;
+    };
+    let mut rest = &mut *frames;
+    loop {
+        let Ok((frame, _)) = FrameHeader::ref_from_prefix(rest) else {
+            break;
+        };
+        let length = usize_from_u32(frame.payload_length.get())
+            .saturating_add(usize_from_u32(frame.user_headers_length.get()))
+            .saturating_add(super::FRAME_HEADER_SIZE);
+        let Some((current, next)) = rest.split_at_mut_checked(length) else {
+            break;
+        };
+        let checksum = message_checksum(current.get(8..).unwrap_or_default());
+        if let Some(slot) = current.get_mut(..8) {
+            slot.copy_from_slice(&checksum.to_le_bytes());
+        }
+        rest = next;
+    }
+    if let Ok(header) = BatchHeader::mut_from_bytes(header_bytes) {
+        let checksum = batch_checksum(header, frames);
+        header.batch_checksum = zerocopy::little_endian::U64::new(checksum);
+    }
+}

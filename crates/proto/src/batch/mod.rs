@@ -15,6 +15,8 @@ mod view;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, fuzzing))]
+pub use checksum::fix_checksums;
 pub use checksum::{batch_checksum, message_checksum};
 pub use encode::{BatchEncodeError, OutgoingMessage, encode_batch};
 pub use stamp::{SlicedRecord, stamp};

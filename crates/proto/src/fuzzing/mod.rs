@@ -113,6 +113,13 @@ pub fn fuzz_batch(bytes: &[u8]) {
     } else {
         Integrity::LayoutOnly
     };
+    if variant & 2 != 0 {
+        let mut fixed = Vec::from(rest);
+        crate::batch::fix_checksums(&mut fixed);
+        if let Ok(batch) = Batch::parse(&fixed, dialect, Integrity::Full, 0) {
+            check_batch(&batch, dialect);
+        }
+    }
     for record in Records::new(rest, dialect, integrity, 0) {
         let Ok(batch) = record else { break };
         check_batch(&batch, dialect);
@@ -136,6 +143,13 @@ fn check_batch(batch: &Batch<'_>, dialect: Dialect) {
     }
     let mut stamped = Vec::from(batch.as_bytes());
     assert!(stamp(&mut stamped, 7, 11).is_ok());
+    if Batch::parse(batch.as_bytes(), dialect, Integrity::Full, 0).is_ok() {
+        let restamped = Batch::parse(&stamped, dialect, Integrity::Full, 0);
+        assert!(
+            restamped.is_ok(),
+            "stamping keeps a valid batch valid: {restamped:?}"
+        );
+    }
 }
 
 /// Every request decoder, selected by the first byte: dialect in the low bit, command code
