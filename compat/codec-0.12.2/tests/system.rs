@@ -226,7 +226,7 @@ fn node(replica_id: u8, role: u8, status: u8) -> ClusterNode {
     ClusterNode {
         replica_id,
         name: format!("iggy-node-{replica_id}"),
-        ip: if replica_id % 2 == 0 {
+        ip: if replica_id.is_multiple_of(2) {
             "127.0.0.1"
         } else {
             "::1"
@@ -304,7 +304,7 @@ fn sdk_describe_options_requests_decode_with_ours() {
 
 #[test]
 fn our_option_catalog_decodes_with_the_sdk() {
-    let entries = vec![
+    let entries = [
         OptionDescriptor {
             key: name("message_expiry"),
             kind: HeaderKind::Uint64,
