@@ -4,8 +4,10 @@
 #![allow(dead_code, unreachable_pub)]
 
 use iggy_binary_protocol::consensus::{Operation, result_code, result_section_len};
-use iggy_binary_protocol::{WireDecode, WireEncode};
+use iggy_binary_protocol::{WireDecode, WireEncode, WireOptions, encode_user_headers};
 use proto::codec::{Codec, decode_exact, encode_to_vec};
+use proto::codes::CommandCode;
+use proto::commands::Request;
 use proto::result::ResultSection;
 use proto::{Dialect, Writer};
 
@@ -26,6 +28,12 @@ pub fn sdk_encode<T: WireEncode>(value: &T) -> Vec<u8> {
 /// Decodes SDK-produced bytes with our codec; the whole buffer must be consumed.
 pub fn ours<'a, T: Codec<'a>>(bytes: &'a [u8]) -> T {
     decode_exact::<T>(bytes, DIALECT)
+        .unwrap_or_else(|error| panic!("proto refused SDK bytes {bytes:02x?}: {error:?}"))
+}
+
+/// Decodes SDK-produced bytes as the request body of `code`, as a server dispatches them.
+pub fn ours_request(code: CommandCode, bytes: &[u8]) -> Request<'_> {
+    Request::decode(code, bytes, DIALECT)
         .unwrap_or_else(|error| panic!("proto refused SDK bytes {bytes:02x?}: {error:?}"))
 }
 
@@ -102,5 +110,36 @@ pub fn sample_names() -> Vec<String> {
         "orders-stream".to_owned(),
         "zażółć gęślą jaźń 🚀".to_owned(),
         "x".repeat(255),
+    ]
+}
+
+/// An options block built by the SDK's own TLV encoder from `(key, kind, value)` entries.
+pub fn sdk_options(entries: &[(&str, u8, &[u8])]) -> WireOptions {
+    let tuples: Vec<(u8, &[u8], u8, &[u8])> = entries
+        .iter()
+        .map(|&(key, kind, value)| (2, key.as_bytes(), kind, value))
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    encode_user_headers(&tuples, &mut buf);
+    WireOptions::from_slice(&buf).expect("SDK-valid options")
+}
+
+/// Our reading of an SDK options block (checked both ways in `primitives.rs`).
+pub fn our_options(sdk: &WireOptions) -> proto::primitives::OptionsBlock {
+    ours(&sdk_encode(sdk))
+}
+
+/// Option blocks worth sending: none, one string entry, and entries of three kinds.
+pub fn sample_options() -> Vec<WireOptions> {
+    let expiry = 3_600_000_000_u64.to_le_bytes();
+    let replicas = 1_u32.to_le_bytes();
+    vec![
+        sdk_options(&[]),
+        sdk_options(&[("durability", 2, b"replicated")]),
+        sdk_options(&[
+            ("message_expiry", 12, &expiry),
+            ("replication_factor", 11, &replicas),
+            ("preallocate_segments", 3, &[1]),
+        ]),
     ]
 }
