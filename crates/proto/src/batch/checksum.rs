@@ -84,18 +84,6 @@ impl FieldCursor<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hash_test_vectors() {
-        assert_eq!(message_checksum(b""), 0x2D06_8005_38D3_94C2);
-        assert_eq!(message_checksum(b"hello"), 0x9555_E855_5C62_DCFD);
-        assert_eq!(xxhash_rust::xxh32::xxh32(b"user-1", 0), 2_755_638_957);
-    }
-}
-
 /// Recomputes every message checksum and then the batch checksum of a batch whose frames
 /// tile `bytes`, so fuzzers reach the code behind the checksum checks instead of stopping at
 /// them. Frames that do not fit end the walk.
@@ -105,10 +93,7 @@ pub fn fix_checksums(bytes: &mut [u8]) {
         return;
     };
     let mut rest = &mut *frames;
-    loop {
-        let Ok((frame, _)) = FrameHeader::ref_from_prefix(rest) else {
-            break;
-        };
+    while let Ok((frame, _)) = FrameHeader::ref_from_prefix(rest) {
         let length = usize_from_u32(frame.payload_length.get())
             .saturating_add(usize_from_u32(frame.user_headers_length.get()))
             .saturating_add(super::FRAME_HEADER_SIZE);
@@ -124,5 +109,17 @@ pub fn fix_checksums(bytes: &mut [u8]) {
     if let Ok(header) = BatchHeader::mut_from_bytes(header_bytes) {
         let checksum = batch_checksum(header, frames);
         header.batch_checksum = zerocopy::little_endian::U64::new(checksum);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_test_vectors() {
+        assert_eq!(message_checksum(b""), 0x2D06_8005_38D3_94C2);
+        assert_eq!(message_checksum(b"hello"), 0x9555_E855_5C62_DCFD);
+        assert_eq!(xxhash_rust::xxh32::xxh32(b"user-1", 0), 2_755_638_957);
     }
 }
