@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{DIALECT, name, ours, ours_request, sdk_encode, sdk_reply};
+use common::{DIALECT, name, ours, ours_request, sdk_encode, sdk_reply, sdk_reply_prefix};
 use iggy_binary_protocol::consensus::Operation as SdkOperation;
 use iggy_binary_protocol::requests::system::{
     DescribeOptionsRequest, GetClientRequest, GetClientsRequest, GetClusterMetadataRequest,
@@ -113,11 +113,15 @@ fn stats(semver: u32, metrics: usize) -> Stats {
 }
 
 #[test]
-fn our_stats_reply_decodes_with_the_sdk_without_the_open_files_tail() {
+fn our_stats_reply_decodes_with_the_sdk_which_ignores_the_open_files_tail() {
     for (semver, metrics) in [(9000, 0), (0, 1), (1_002_003, 3)] {
         let ours = stats(semver, metrics);
-        let sdk: StatsResponse =
-            sdk_reply(&ours, Operation::NonReplicated, SdkOperation::NonReplicated);
+        let (sdk, unread): (StatsResponse, usize) =
+            sdk_reply_prefix(&ours, Operation::NonReplicated, SdkOperation::NonReplicated);
+        assert_eq!(
+            unread, 16,
+            "only the 0.12.2 open-files tail is left for 0.11.0"
+        );
         assert_eq!(sdk.process_id, ours.process_id);
         assert_eq!(sdk.cpu_usage, ours.cpu_usage);
         assert_eq!(sdk.total_cpu_usage, ours.total_cpu_usage);

@@ -89,6 +89,22 @@ pub fn sdk_reply<'a, T: Codec<'a>, R: WireDecode>(
     sdk_decode(&sdk_payload(sdk, &body))
 }
 
+/// Like [`sdk_reply`], for replies the 0.11.0 client decodes with `decode_from`, which ignores
+/// trailing bytes: returns the value and how many bytes the SDK left unread.
+pub fn sdk_reply_prefix<'a, T: Codec<'a>, R: WireDecode>(
+    payload: &T,
+    ours: proto::header::Operation,
+    sdk: Operation,
+) -> (R, usize) {
+    assert_eq!(ours.as_u8(), sdk as u8, "operation bytes differ");
+    let body = our_reply(payload, ours);
+    let payload = sdk_payload(sdk, &body);
+    match R::decode(&payload) {
+        Ok((value, consumed)) => (value, payload.len() - consumed),
+        Err(error) => panic!("SDK refused proto bytes {payload:02x?}: {error:?}"),
+    }
+}
+
 /// Our encoding of a value that is not a whole reply (a primitive).
 pub fn our_bytes<'a, T: Codec<'a>>(value: &T) -> Vec<u8> {
     encode_to_vec(value, DIALECT)
