@@ -1,0 +1,41 @@
+//! The on-disk format of `FORMAT.md`, as plain functions over byte slices: no I/O, no `std`
+//! beyond `alloc`, so recovery, tests and fuzzers all call the same code.
+
+use alloc::string::String;
+
+pub mod consumer_offset;
+pub mod index;
+pub mod scan;
+pub mod state;
+
+/// The format version this code writes and reads (`FORMAT.md` §10).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Largest segment a `u32` index position can address.
+pub const SEGMENT_SIZE_MAX: u64 = u32::MAX as u64;
+
+/// The file stem of the segment starting at `start_offset`: 20 zero-padded digits.
+pub fn segment_stem(start_offset: u64) -> String {
+    alloc::format!("{start_offset:020}")
+}
+
+/// The start offset a segment file stem names, if it is one.
+pub fn parse_segment_stem(stem: &str) -> Option<u64> {
+    (stem.len() == 20 && stem.bytes().all(|byte| byte.is_ascii_digit()))
+        .then(|| stem.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems_round_trip_and_sort() {
+        assert_eq!(segment_stem(4096), "00000000000000004096");
+        assert_eq!(parse_segment_stem(&segment_stem(u64::MAX)), Some(u64::MAX));
+        assert_eq!(parse_segment_stem("123"), None);
+        assert_eq!(parse_segment_stem("0000000000000000409x"), None);
+        assert!(segment_stem(9) < segment_stem(10));
+    }
+}

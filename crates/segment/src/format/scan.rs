@@ -1,0 +1,178 @@
+//! Walking a `.log` record by record with full validation (`FORMAT.md` §7): what recovery,
+//! index rebuilds and the fuzzers share.
+
+use alloc::vec::Vec;
+
+use proto::batch::{Batch, Integrity};
+use proto::{DecodeError, DecodeErrorKind, Dialect};
+
+use super::SEGMENT_SIZE_MAX;
+use super::index::IndexEntry;
+
+/// One valid record found by a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScannedRecord {
+    pub entry: IndexEntry,
+    pub message_count: u32,
+    pub length: u32,
+}
+
+/// Why a scan stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every byte belonged to a valid record.
+    End,
+    /// The last record is incomplete: a torn write.
+    Torn { needed: u64, available: u64 },
+    /// A record failed validation (a checksum, a reserved byte, a length).
+    Invalid(DecodeError),
+    /// A record's `base_offset` does not continue the previous record's offsets.
+    OffsetDiscontinuity { expected: u64, found: u64 },
+    /// A frame's `offset_delta` is not its index in the record.
+    OffsetDelta {
+        record_offset: u64,
+        index: u32,
+        found: u32,
+    },
+    /// A record's `base_timestamp` precedes the previous record's.
+    TimestampBackwards { previous: u64, found: u64 },
+    /// The segment grew past what its index can address.
+    SegmentTooLarge,
+}
+
+/// The outcome of a scan: the valid prefix and why it ends where it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    pub start_offset: u64,
+    pub records: Vec<ScannedRecord>,
+    /// Bytes of the valid prefix; everything after it is to be cut.
+    pub valid_length: u64,
+    /// The offset after the last valid record (the segment start when there is none).
+    pub next_offset: u64,
+    pub last_timestamp: u64,
+    pub stop: StopReason,
+}
+
+impl Scan {
+    pub fn entries(&self) -> impl Iterator<Item = IndexEntry> + '_ {
+        self.records.iter().map(|record| record.entry)
+    }
+}
+
+/// Scans `log`, the bytes of a segment that starts at `start_offset`.
+pub fn scan(log: &[u8], start_offset: u64) -> Scan {
+    let mut scan = Scan {
+        start_offset,
+        records: Vec::new(),
+        valid_length: 0,
+        next_offset: start_offset,
+        last_timestamp: 0,
+        stop: StopReason::End,
+    };
+    let mut rest = log;
+    while !rest.is_empty() {
+        let position = scan.valid_length;
+        match next_record(rest, position, &scan) {
+            Ok((record, remaining)) => {
+                scan.valid_length = position + u64::from(record.length);
+                scan.next_offset += u64::from(record.message_count);
+                scan.last_timestamp = record.entry.timestamp;
+                scan.records.push(record);
+                rest = remaining;
+            }
+            Err(stop) => {
+                scan.stop = stop;
+                break;
+            }
+        }
+    }
+    scan
+}
+
+fn next_record<'a>(
+    rest: &'a [u8],
+    position: u64,
+    scan: &Scan,
+) -> Result<(ScannedRecord, &'a [u8]), StopReason> {
+    let offset = usize::try_from(position).unwrap_or(usize::MAX);
+    let (batch, remaining) = Batch::parse_prefix(rest, Dialect::V0_12_2, Integrity::Full, offset)
+        .map_err(|error| classify(error, rest.len()))?;
+    let header = batch.header();
+    let base_offset = header.base_offset.get();
+    if base_offset != scan.next_offset {
+        return Err(StopReason::OffsetDiscontinuity {
+            expected: scan.next_offset,
+            found: base_offset,
+        });
+    }
+    let timestamp = header.base_timestamp.get();
+    if timestamp < scan.last_timestamp {
+        return Err(StopReason::TimestampBackwards {
+            previous: scan.last_timestamp,
+            found: timestamp,
+        });
+    }
+    check_deltas(&batch)?;
+    let length = u32::try_from(batch.as_bytes().len()).map_err(|_| StopReason::SegmentTooLarge)?;
+    let end = position + u64::from(length);
+    let relative = base_offset - scan.start_offset;
+    let relative_offset = u32::try_from(relative).map_err(|_| StopReason::SegmentTooLarge)?;
+    let position = u32::try_from(position).map_err(|_| StopReason::SegmentTooLarge)?;
+    if end > SEGMENT_SIZE_MAX {
+        return Err(StopReason::SegmentTooLarge);
+    }
+    let entry = IndexEntry {
+        relative_offset,
+        position,
+        timestamp,
+    };
+    Ok((
+        ScannedRecord {
+            entry,
+            message_count: batch.message_count(),
+            length,
+        },
+        remaining,
+    ))
+}
+
+/// Stored records number their frames 0, 1, 2, … so that offsets are dense.
+pub fn check_deltas(batch: &Batch<'_>) -> Result<(), StopReason> {
+    for (index, message) in (0_u32..).zip(batch.messages()) {
+        let found = message.header.offset_delta.get();
+        if found != index {
+            let record_offset = batch.header().base_offset.get();
+            return Err(StopReason::OffsetDelta {
+                record_offset,
+                index,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn classify(error: DecodeError, available: usize) -> StopReason {
+    match error.kind {
+        DecodeErrorKind::UnexpectedEnd {
+            needed,
+            available: have,
+        } if error.field == "batch.header" || error.field == "batch.batch_length" => {
+            StopReason::Torn {
+                needed: needed as u64,
+                available: have.min(available) as u64,
+            }
+        }
+        DecodeErrorKind::InvalidLength { length, .. } if error.field == "batch.batch_length" => {
+            if length > available as u64 && length <= proto::batch::RECORD_SIZE_MAX as u64 {
+                StopReason::Torn {
+                    needed: length,
+                    available: available as u64,
+                }
+            } else {
+                StopReason::Invalid(error)
+            }
+        }
+        _ => StopReason::Invalid(error),
+    }
+}

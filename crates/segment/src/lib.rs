@@ -1,0 +1,11 @@
+//! The partition log: segment files of batch records, their offset and time indexes,
+//! recovery, durability and retention. `FORMAT.md` beside this crate is the contract.
+//!
+//! Layering: [`format`] is the byte format as plain functions (no I/O); [`storage`] is the
+//! I/O boundary (a file-system trait with in-memory, compio and io-uring backends); the log
+//! itself drives the format through a storage.
+
+extern crate alloc;
+
+pub mod format;
+pub mod storage;

@@ -1,0 +1,284 @@
+//! An in-memory file system for tests, with the crash model of `FORMAT.md` §8: every file
+//! keeps the bytes written (`live`) and the bytes made durable by `sync_data` (`durable`).
+//! [`MemoryStorage::crash`] throws away what was not durable, optionally keeping a torn
+//! prefix of it, and [`Faults`] make operations fail on demand.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use compio_buf::{IoBuf, IoBufMut};
+
+use super::{BufResult, Storage, StorageFile};
+
+/// Failures to inject; each counter fails that many upcoming operations of its kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Faults {
+    pub write_errors: u32,
+    pub sync_errors: u32,
+    pub read_errors: u32,
+}
+
+#[derive(Debug, Default, Clone)]
+struct FileState {
+    live: Vec<u8>,
+    durable: Vec<u8>,
+    /// The directory entry survives a crash (set by a file or directory sync).
+    entry_durable: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    files: BTreeMap<PathBuf, FileState>,
+    directories: BTreeSet<PathBuf>,
+    faults: Faults,
+    syncs: u64,
+}
+
+/// The in-memory storage; clones share one file system.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStorage {
+    state: Rc<RefCell<State>>,
+}
+
+/// What a crash keeps of the bytes written after the last sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Power loss: only synced bytes survive.
+    DropUnsynced,
+    /// Power loss mid-write: each file keeps synced bytes plus this many of the unsynced
+    /// ones (capped by what was written).
+    TornAt(usize),
+    /// The process died but the machine did not: everything written survives.
+    ProcessOnly,
+}
+
+impl MemoryStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set_faults(&self, faults: Faults) {
+        self.state.borrow_mut().faults = faults;
+    }
+
+    /// `fdatasync` calls so far, for group-commit tests.
+    pub fn syncs(&self) -> u64 {
+        self.state.borrow().syncs
+    }
+
+    /// Simulates a crash. Files whose entry was never made durable vanish under the
+    /// power-loss modes.
+    pub fn crash(&self, mode: CrashMode) {
+        let mut state = self.state.borrow_mut();
+        state
+            .files
+            .retain(|_, file| mode == CrashMode::ProcessOnly || file.entry_durable);
+        for file in state.files.values_mut() {
+            match mode {
+                CrashMode::ProcessOnly => {}
+                CrashMode::DropUnsynced => file.live.clone_from(&file.durable),
+                CrashMode::TornAt(kept) => {
+                    let common = common_prefix(&file.live, &file.durable);
+                    let end = (common + kept).min(file.live.len()).max(common);
+                    let mut torn = file.live[..end].to_vec();
+                    if torn.len() < file.durable.len() {
+                        torn.extend_from_slice(&file.durable[torn.len()..]);
+                    }
+                    file.live = torn;
+                }
+            }
+            file.durable.clone_from(&file.live);
+        }
+    }
+
+    /// The live bytes of a file, for assertions.
+    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
+        self.state
+            .borrow()
+            .files
+            .get(path)
+            .map(|file| file.live.clone())
+    }
+
+    /// Overwrites a file's bytes (live and durable), for corruption tests.
+    pub fn replace(&self, path: &Path, bytes: Vec<u8>) {
+        let mut state = self.state.borrow_mut();
+        let file = state.files.entry(path.to_path_buf()).or_default();
+        file.durable.clone_from(&bytes);
+        file.live = bytes;
+        file.entry_durable = true;
+    }
+
+    fn take_fault(&self, pick: fn(&mut Faults) -> &mut u32) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        let counter = pick(&mut state.faults);
+        if *counter == 0 {
+            return Ok(());
+        }
+        *counter -= 1;
+        Err(io::Error::other("injected fault"))
+    }
+}
+
+fn common_prefix(left: &[u8], right: &[u8]) -> usize {
+    left.iter().zip(right).take_while(|(a, b)| a == b).count()
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} not found", path.display()),
+    )
+}
+
+impl Storage for MemoryStorage {
+    type File = MemoryFile;
+
+    async fn open(&self, path: &Path, create: bool) -> io::Result<MemoryFile> {
+        let mut state = self.state.borrow_mut();
+        if !state.files.contains_key(path) {
+            if !create {
+                return Err(not_found(path));
+            }
+            state.files.insert(path.to_path_buf(), FileState::default());
+        }
+        Ok(MemoryFile {
+            storage: self.clone(),
+            path: path.to_path_buf(),
+        })
+    }
+
+    async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.state
+            .borrow_mut()
+            .files
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
+    }
+
+    async fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        state.files.retain(|file, _| !file.starts_with(path));
+        state
+            .directories
+            .retain(|directory| !directory.starts_with(path));
+        Ok(())
+    }
+
+    async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        for ancestor in path.ancestors() {
+            state.directories.insert(ancestor.to_path_buf());
+        }
+        Ok(())
+    }
+
+    async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let state = self.state.borrow();
+        let files = state.files.keys();
+        let directories = state.directories.iter();
+        let mut names: Vec<String> = files
+            .chain(directories)
+            .filter(|entry| entry.parent() == Some(path))
+            .filter_map(|entry| entry.file_name()?.to_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        for (file, entry) in &mut state.files {
+            if file.parent() == Some(path) {
+                entry.entry_durable = true;
+            }
+        }
+        Ok(())
+    }
+
+    async fn exists(&self, path: &Path) -> bool {
+        let state = self.state.borrow();
+        state.files.contains_key(path) || state.directories.contains(path)
+    }
+}
+
+/// A handle on one in-memory file.
+#[derive(Debug)]
+pub struct MemoryFile {
+    storage: MemoryStorage,
+    path: PathBuf,
+}
+
+impl MemoryFile {
+    fn with_file<T>(&self, action: impl FnOnce(&mut FileState) -> T) -> io::Result<T> {
+        let mut state = self.storage.state.borrow_mut();
+        let file = state
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        Ok(action(file))
+    }
+}
+
+impl StorageFile for MemoryFile {
+    async fn read_at<B: IoBufMut>(&self, mut buffer: B, position: u64) -> BufResult<usize, B> {
+        if let Err(error) = self.storage.take_fault(|faults| &mut faults.read_errors) {
+            return (Err(error), buffer);
+        }
+        let start = buffer.buf_len();
+        let result = self.with_file(|file| {
+            let from = usize::try_from(position)
+                .unwrap_or(usize::MAX)
+                .min(file.live.len());
+            let spare = buffer.buf_capacity() - start;
+            let count = spare.min(file.live.len() - from);
+            let target = buffer.ensure_init();
+            target[start..start + count].copy_from_slice(&file.live[from..from + count]);
+            count
+        });
+        if let Ok(count) = result {
+            // SAFETY: the bytes up to `start + count` were initialised just above.
+            unsafe { buffer.set_len(start + count) };
+        }
+        (result, buffer)
+    }
+
+    async fn write_all_at<B: IoBuf>(&mut self, buffer: B, position: u64) -> BufResult<(), B> {
+        if let Err(error) = self.storage.take_fault(|faults| &mut faults.write_errors) {
+            return (Err(error), buffer);
+        }
+        let result = self.with_file(|file| {
+            let start = usize::try_from(position).unwrap_or(usize::MAX);
+            let bytes = buffer.as_init();
+            let end = start + bytes.len();
+            if file.live.len() < end {
+                file.live.resize(end, 0);
+            }
+            file.live[start..end].copy_from_slice(bytes);
+        });
+        (result, buffer)
+    }
+
+    async fn sync_data(&self) -> io::Result<()> {
+        self.storage.take_fault(|faults| &mut faults.sync_errors)?;
+        self.storage.state.borrow_mut().syncs += 1;
+        self.with_file(|file| {
+            file.durable.clone_from(&file.live);
+            file.entry_durable = true;
+        })
+    }
+
+    async fn size(&self) -> io::Result<u64> {
+        self.with_file(|file| file.live.len() as u64)
+    }
+
+    async fn set_len(&self, length: u64) -> io::Result<()> {
+        let length = usize::try_from(length).map_err(io::Error::other)?;
+        self.with_file(|file| file.live.resize(length, 0))
+    }
+}

@@ -1,0 +1,99 @@
+//! The I/O boundary of the partition log: a small file-system trait with owned buffers, so
+//! completion-based backends (`io_uring`) and in-memory test backends fit the same shape.
+//!
+//! Backends: [`memory::MemoryStorage`] (tests; crash and fault injection), `compio` (the
+//! server's default, feature `compio`) and `uring` (raw io-uring, feature `uring`).
+//! Futures are not `Send`: every partition lives on one shard thread.
+
+pub mod memory;
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+
+use compio_buf::{IoBuf, IoBufMut};
+
+/// A result that hands the buffer back, as completion-based I/O must.
+pub type BufResult<T, B> = (io::Result<T>, B);
+
+/// A file system rooted wherever the caller's paths point.
+pub trait Storage {
+    type File: StorageFile;
+
+    /// Opens `path` for reading and writing, creating it when `create` is set.
+    fn open(&self, path: &Path, create: bool) -> impl Future<Output = io::Result<Self::File>>;
+
+    fn remove_file(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    /// Removes a directory and everything below it.
+    fn remove_dir_all(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    fn create_dir_all(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    /// Names of the entries directly inside `path` (files and directories), unsorted.
+    fn list_dir(&self, path: &Path) -> impl Future<Output = io::Result<Vec<String>>>;
+
+    /// Makes the directory's entries (created, removed files) durable.
+    fn sync_dir(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    fn exists(&self, path: &Path) -> impl Future<Output = bool>;
+}
+
+/// An open file with positional I/O.
+pub trait StorageFile {
+    /// Reads into `buffer`'s spare room (from its length to its capacity) starting at
+    /// `position`; returns the bytes read, 0 at the end of the file, and sets the buffer's
+    /// length accordingly.
+    fn read_at<B: IoBufMut>(
+        &self,
+        buffer: B,
+        position: u64,
+    ) -> impl Future<Output = BufResult<usize, B>>;
+
+    /// Writes all of `buffer`'s bytes at `position`.
+    fn write_all_at<B: IoBuf>(
+        &mut self,
+        buffer: B,
+        position: u64,
+    ) -> impl Future<Output = BufResult<(), B>>;
+
+    /// `fdatasync`: everything written so far survives power loss once this returns.
+    fn sync_data(&self) -> impl Future<Output = io::Result<()>>;
+
+    /// The file size in bytes.
+    fn size(&self) -> impl Future<Output = io::Result<u64>>;
+
+    /// Truncates or extends (with zeros) the file.
+    fn set_len(&self, length: u64) -> impl Future<Output = io::Result<()>>;
+}
+
+/// Reads exactly `length` bytes at `position` into a fresh vector; a short file is an
+/// `UnexpectedEof` error.
+pub async fn read_exact_at<F: StorageFile>(
+    file: &F,
+    position: u64,
+    length: usize,
+) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(length);
+    while bytes.len() < length {
+        let offset = position + bytes.len() as u64;
+        let remaining = Vec::with_capacity(length - bytes.len());
+        let (result, chunk) = file.read_at(remaining, offset).await;
+        match result? {
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file ends early",
+                ));
+            }
+            _ => bytes.extend_from_slice(&chunk),
+        }
+    }
+    Ok(bytes)
+}
+
+/// Reads a whole file.
+pub async fn read_all<F: StorageFile>(file: &F) -> io::Result<Vec<u8>> {
+    let length = usize::try_from(file.size().await?).map_err(io::Error::other)?;
+    read_exact_at(file, 0, length).await
+}
