@@ -8,4 +8,6 @@
 extern crate alloc;
 
 pub mod format;
+pub mod layout;
+pub mod log;
 pub mod storage;

@@ -113,11 +113,13 @@ fn next_record<'a>(
         });
     }
     check_deltas(&batch)?;
-    let length = u32::try_from(batch.as_bytes().len()).map_err(|_| StopReason::SegmentTooLarge)?;
+    let length =
+        u32::try_from(batch.as_bytes().len()).map_err(|_too_large| StopReason::SegmentTooLarge)?;
     let end = position + u64::from(length);
     let relative = base_offset - scan.start_offset;
-    let relative_offset = u32::try_from(relative).map_err(|_| StopReason::SegmentTooLarge)?;
-    let position = u32::try_from(position).map_err(|_| StopReason::SegmentTooLarge)?;
+    let relative_offset =
+        u32::try_from(relative).map_err(|_too_large| StopReason::SegmentTooLarge)?;
+    let position = u32::try_from(position).map_err(|_too_large| StopReason::SegmentTooLarge)?;
     if end > SEGMENT_SIZE_MAX {
         return Err(StopReason::SegmentTooLarge);
     }

@@ -47,7 +47,7 @@ impl PartitionState {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, StateError> {
-        let bytes: &[u8; STATE_SIZE] = bytes.try_into().map_err(|_| StateError::Length {
+        let bytes: &[u8; STATE_SIZE] = bytes.try_into().map_err(|_length| StateError::Length {
             length: bytes.len(),
         })?;
         if bytes[..8] != MAGIC {

@@ -1,0 +1,152 @@
+//! Appending a batch: stamp, roll the segment, reserve offsets, write record and index
+//! entries, and sync by the topic's durability rules.
+
+use compio_buf::IoBufMut;
+use proto::Dialect;
+use proto::batch::{Batch, Integrity, stamp};
+
+use crate::format::index::IndexEntry;
+use crate::format::scan::{StopReason, check_deltas};
+use crate::storage::{Storage, StorageFile};
+
+use super::PartitionLog;
+use super::config::Durability;
+use super::error::{AppendError, io_error};
+use super::segment::{Segment, append_io};
+
+/// Where an appended batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub base_offset: u64,
+    pub message_count: u32,
+    /// The stamped append time, µs.
+    pub timestamp: u64,
+    /// Under `Persisted`, the caller must [`PartitionLog::sync`] before acknowledging.
+    pub needs_sync: bool,
+}
+
+impl<S: Storage> PartitionLog<S> {
+    /// Appends one batch record. `batch` holds exactly the record; its checksums were
+    /// verified when it was received (the send path decodes with full integrity), so only
+    /// its layout is re-checked here. The record is stamped in place with its offsets and
+    /// `now_us` (clamped to never go backwards) and written; the buffer is returned with
+    /// the outcome.
+    pub async fn append<B: IoBufMut>(
+        &mut self,
+        mut batch: B,
+        now_us: u64,
+    ) -> (Result<Appended, AppendError>, B) {
+        let message_count = match validate(batch.as_mut_slice()) {
+            Ok(count) => count,
+            Err(error) => return (Err(error), batch),
+        };
+        if let Err(error) = self.prepare(message_count).await {
+            return (Err(error), batch);
+        }
+        let base_offset = self.next_offset();
+        let timestamp = now_us.max(self.active().last_timestamp);
+        if let Err(error) = stamp(batch.as_mut_slice(), base_offset, timestamp) {
+            return (Err(AppendError::Invalid(error)), batch);
+        }
+        let (result, batch) = self
+            .write_record(batch, base_offset, message_count, timestamp)
+            .await;
+        let appended = match result {
+            Ok(()) => Appended {
+                base_offset,
+                message_count,
+                timestamp,
+                needs_sync: false,
+            },
+            Err(error) => return (Err(error), batch),
+        };
+        (self.after_write(appended).await, batch)
+    }
+
+    /// Seals a full segment and reserves offsets before a record is written.
+    async fn prepare(&mut self, message_count: u32) -> Result<(), AppendError> {
+        let active = self.active();
+        if !active.is_empty() && active.size_bytes >= self.config.segment_size_bytes {
+            self.roll().await?;
+        }
+        let next = self.next_offset() + u64::from(message_count);
+        if next > self.reserved_offset {
+            self.reserve(next).await?;
+        }
+        Ok(())
+    }
+
+    /// Seals the active segment (synced, indexes closed) and starts the next one.
+    async fn roll(&mut self) -> Result<(), AppendError> {
+        let next_offset = self.next_offset();
+        self.active_mut().seal().await?;
+        let segment = Segment::create(&self.storage, &self.directory, next_offset).await?;
+        self.segments.push(segment);
+        self.storage
+            .sync_dir(&self.directory)
+            .await
+            .map_err(io_error("sync", &self.directory, append_io))?;
+        self.synced_size = 0;
+        self.unsynced_messages = 0;
+        Ok(())
+    }
+
+    async fn write_record<B: IoBufMut>(
+        &mut self,
+        batch: B,
+        base_offset: u64,
+        message_count: u32,
+        timestamp: u64,
+    ) -> (Result<(), AppendError>, B) {
+        let active = self.active_mut();
+        let position = active.size_bytes;
+        let length = batch.buf_len() as u64;
+        let (result, batch) = active.log.write_all_at(batch, position).await;
+        if let Err(source) = result {
+            return (
+                Err(append_io("write", active.paths.log.clone(), source)),
+                batch,
+            );
+        }
+        let entry = IndexEntry {
+            relative_offset: u32::try_from(base_offset - active.start_offset).unwrap_or(u32::MAX),
+            position: u32::try_from(position).unwrap_or(u32::MAX),
+            timestamp,
+        };
+        active.size_bytes = position + length;
+        active.next_offset = base_offset + u64::from(message_count);
+        active.last_timestamp = timestamp;
+        (active.write_entry(entry).await, batch)
+    }
+
+    /// Applies the durability rule after a write.
+    async fn after_write(&mut self, mut appended: Appended) -> Result<Appended, AppendError> {
+        self.unsynced_messages += u64::from(appended.message_count);
+        match self.config.durability {
+            Durability::Persisted => appended.needs_sync = true,
+            Durability::Replicated => {
+                let unsynced_bytes = self.active().size_bytes - self.synced_size;
+                let by_count =
+                    self.unsynced_messages >= u64::from(self.config.messages_required_to_save);
+                let by_size = unsynced_bytes >= self.config.size_of_messages_required_to_save;
+                if by_count || by_size {
+                    self.sync().await?;
+                }
+            }
+        }
+        Ok(appended)
+    }
+}
+
+/// Layout and frame numbering of a received batch; returns its message count.
+fn validate(bytes: &[u8]) -> Result<u32, AppendError> {
+    let batch = Batch::parse(bytes, Dialect::V0_12_2, Integrity::LayoutOnly, 0)
+        .map_err(AppendError::Invalid)?;
+    match check_deltas(&batch) {
+        Ok(()) => Ok(batch.message_count()),
+        Err(StopReason::OffsetDelta { index, found, .. }) => {
+            Err(AppendError::OffsetDelta { index, found })
+        }
+        Err(_) => Err(AppendError::OffsetDelta { index: 0, found: 0 }),
+    }
+}

@@ -1,0 +1,34 @@
+//! Per-topic settings the log obeys.
+
+/// When an append is acknowledged (`FORMAT.md` §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// After the record reached the kernel; fdatasync by thresholds and on seal.
+    #[default]
+    Replicated,
+    /// After an fdatasync that covers the record (group commit).
+    Persisted,
+}
+
+/// The log's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogConfig {
+    /// A segment is sealed once it holds at least this many bytes (soft limit).
+    pub segment_size_bytes: u64,
+    pub durability: Durability,
+    /// Under `Replicated`: sync once this many messages are unsynced.
+    pub messages_required_to_save: u32,
+    /// Under `Replicated`: sync once this many bytes are unsynced.
+    pub size_of_messages_required_to_save: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_size_bytes: 1 << 30,
+            durability: Durability::Replicated,
+            messages_required_to_save: 1024,
+            size_of_messages_required_to_save: 1 << 20,
+        }
+    }
+}

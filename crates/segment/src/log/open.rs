@@ -1,0 +1,266 @@
+//! Opening a partition: recovery as `FORMAT.md` §7 describes it.
+
+use std::path::{Path, PathBuf};
+
+use crate::format::index::{IndexEntry, parse_indexes};
+use crate::format::parse_segment_stem;
+use crate::format::scan::{Scan, StopReason, scan};
+use crate::format::state::{PartitionState, RESERVATION_STEP};
+use crate::layout::{SegmentPaths, state_path};
+use crate::storage::{Storage, StorageFile, read_all};
+
+use super::error::OpenError;
+use super::segment::Segment;
+
+/// What recovery found and did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryReport {
+    pub segments: usize,
+    /// Start offsets of segments whose indexes were rebuilt from the log.
+    pub rebuilt_indexes: Vec<u64>,
+    /// Tails cut from logs.
+    pub cuts: Vec<Cut>,
+    /// The partition was closed cleanly.
+    pub clean: bool,
+    pub next_offset: u64,
+}
+
+/// A damaged tail removed from a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub segment_start: u64,
+    /// Where the valid records end.
+    pub position: u64,
+    pub bytes_removed: u64,
+    pub reason: StopReason,
+}
+
+pub(crate) struct Recovered<F> {
+    pub(crate) segments: Vec<Segment<F>>,
+    pub(crate) state: PartitionState,
+    pub(crate) report: RecoveryReport,
+}
+
+fn open_io(operation: &'static str, path: PathBuf, source: std::io::Error) -> OpenError {
+    OpenError::Io {
+        operation,
+        path,
+        source,
+    }
+}
+
+fn io<'p>(
+    operation: &'static str,
+    path: &'p Path,
+) -> impl FnOnce(std::io::Error) -> OpenError + 'p {
+    move |source| open_io(operation, path.to_path_buf(), source)
+}
+
+/// Recovers every segment of the partition in `directory`.
+pub(crate) async fn recover<S: Storage>(
+    storage: &S,
+    directory: &Path,
+) -> Result<Recovered<S::File>, OpenError> {
+    storage
+        .create_dir_all(directory)
+        .await
+        .map_err(io("create", directory))?;
+    let state = read_state(storage, directory).await?;
+    let starts = segment_starts(storage, directory).await?;
+    let mut report = RecoveryReport {
+        clean: state.clean,
+        ..RecoveryReport::default()
+    };
+    let mut segments = Vec::with_capacity(starts.len());
+    for (index, start) in starts.iter().enumerate() {
+        let active = index + 1 == starts.len();
+        let segment = recover_segment(storage, directory, *start, active, &mut report).await?;
+        if let Some(previous) = segments.last().map(|s: &Segment<S::File>| s.next_offset)
+            && segment.start_offset < previous
+        {
+            return Err(OpenError::Gap {
+                path: segment.paths.log.clone(),
+            });
+        }
+        segments.push(segment);
+    }
+    report.segments = segments.len();
+    Ok(Recovered {
+        segments,
+        state,
+        report,
+    })
+}
+
+async fn read_state<S: Storage>(
+    storage: &S,
+    directory: &Path,
+) -> Result<PartitionState, OpenError> {
+    let path = state_path(directory);
+    if !storage.exists(&path).await {
+        return Ok(PartitionState {
+            clean: true,
+            next_offset: 0,
+        });
+    }
+    let file = storage
+        .open(&path, false)
+        .await
+        .map_err(io("open", &path))?;
+    let bytes = read_all(&file).await.map_err(io("read", &path))?;
+    PartitionState::decode(&bytes).map_err(|source| OpenError::State { path, source })
+}
+
+async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec<u64>, OpenError> {
+    let names = storage
+        .list_dir(directory)
+        .await
+        .map_err(io("list", directory))?;
+    let mut starts: Vec<u64> = names
+        .iter()
+        .filter_map(|name| name.strip_suffix(".log"))
+        .filter_map(parse_segment_stem)
+        .collect();
+    starts.sort_unstable();
+    Ok(starts)
+}
+
+/// Opens one segment. The active one is always scanned in full; sealed ones are trusted when
+/// their indexes agree with the last record, and scanned otherwise.
+async fn recover_segment<S: Storage>(
+    storage: &S,
+    directory: &Path,
+    start_offset: u64,
+    active: bool,
+    report: &mut RecoveryReport,
+) -> Result<Segment<S::File>, OpenError> {
+    let paths = SegmentPaths::new(directory, start_offset);
+    let log = storage
+        .open(&paths.log, false)
+        .await
+        .map_err(io("open", &paths.log))?;
+    let size = log.size().await.map_err(io("size", &paths.log))?;
+    let stored = read_indexes(storage, &paths).await;
+    let trusted = match (&stored, active) {
+        (Some(entries), false) => trusted_tail(&log, entries, start_offset, size).await,
+        _ => None,
+    };
+    let (entries, next_offset, last_timestamp, size_bytes) = if let Some(found) = trusted {
+        found
+    } else {
+        let bytes = read_all(&log).await.map_err(io("read", &paths.log))?;
+        let scanned = scan(&bytes, start_offset);
+        cut_tail(&log, &paths, size, &scanned, report).await?;
+        let entries: Vec<IndexEntry> = scanned.entries().collect();
+        (
+            entries,
+            scanned.next_offset,
+            scanned.last_timestamp,
+            scanned.valid_length,
+        )
+    };
+    let mut segment = Segment {
+        start_offset,
+        paths,
+        log,
+        indexes: None,
+        entries,
+        size_bytes,
+        next_offset,
+        last_timestamp,
+    };
+    if stored.as_ref() != Some(&segment.entries) {
+        segment
+            .rewrite_indexes(storage)
+            .await
+            .map_err(|error| OpenError::Io {
+                operation: "rebuild indexes",
+                path: segment.paths.index.clone(),
+                source: std::io::Error::other(error),
+            })?;
+        report.rebuilt_indexes.push(start_offset);
+    }
+    if active {
+        open_indexes(storage, &mut segment).await?;
+    }
+    Ok(segment)
+}
+
+async fn read_indexes<S: Storage>(storage: &S, paths: &SegmentPaths) -> Option<Vec<IndexEntry>> {
+    let offsets = storage.open(&paths.index, false).await.ok()?;
+    let times = storage.open(&paths.time_index, false).await.ok()?;
+    let offsets = read_all(&offsets).await.ok()?;
+    let times = read_all(&times).await.ok()?;
+    parse_indexes(&offsets, &times)
+}
+
+/// Trusts a sealed segment's indexes when the record their last entry points at is valid,
+/// starts where the entry says and ends exactly at the end of the log.
+async fn trusted_tail<F: StorageFile>(
+    log: &F,
+    entries: &[IndexEntry],
+    start_offset: u64,
+    size: u64,
+) -> Option<(Vec<IndexEntry>, u64, u64, u64)> {
+    let last = entries.last()?;
+    let position = u64::from(last.position);
+    let length = usize::try_from(size.checked_sub(position)?).ok()?;
+    let bytes = crate::storage::read_exact_at(log, position, length)
+        .await
+        .ok()?;
+    let base_offset = start_offset + u64::from(last.relative_offset);
+    let scanned = scan(&bytes, base_offset);
+    let record = scanned.records.first()?;
+    let whole = scanned.stop == StopReason::End && scanned.records.len() == 1;
+    let matches = record.entry.timestamp == last.timestamp;
+    (whole && matches).then(|| (entries.to_vec(), scanned.next_offset, last.timestamp, size))
+}
+
+/// Truncates the log after its valid prefix and records the cut.
+async fn cut_tail<F: StorageFile>(
+    log: &F,
+    paths: &SegmentPaths,
+    size: u64,
+    scanned: &Scan,
+    report: &mut RecoveryReport,
+) -> Result<(), OpenError> {
+    if scanned.valid_length == size {
+        return Ok(());
+    }
+    log.set_len(scanned.valid_length)
+        .await
+        .map_err(io("truncate", &paths.log))?;
+    log.sync_data().await.map_err(io("sync", &paths.log))?;
+    report.cuts.push(Cut {
+        segment_start: scanned.start_offset,
+        position: scanned.valid_length,
+        bytes_removed: size - scanned.valid_length,
+        reason: scanned.stop.clone(),
+    });
+    Ok(())
+}
+
+async fn open_indexes<S: Storage>(
+    storage: &S,
+    segment: &mut Segment<S::File>,
+) -> Result<(), OpenError> {
+    let index = storage
+        .open(&segment.paths.index, true)
+        .await
+        .map_err(io("open", &segment.paths.index))?;
+    let time_index = storage
+        .open(&segment.paths.time_index, true)
+        .await
+        .map_err(io("open", &segment.paths.time_index))?;
+    segment.indexes = Some((index, time_index));
+    Ok(())
+}
+
+/// The state to write once the partition is open: unclean, with offsets reserved past
+/// `next_offset`.
+pub(crate) fn reservation(next_offset: u64) -> PartitionState {
+    PartitionState {
+        clean: false,
+        next_offset: next_offset + RESERVATION_STEP,
+    }
+}

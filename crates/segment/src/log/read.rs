@@ -1,0 +1,224 @@
+//! Reading: from an offset, a timestamp, the first or the last N messages, bounded by a
+//! message count and a byte budget. Every record read from disk is validated in full before
+//! it is returned.
+
+use proto::Dialect;
+use proto::batch::{BATCH_HEADER_SIZE, Batch, Integrity};
+
+use crate::format::index::{lookup_offset, lookup_time};
+use crate::storage::{Storage, StorageFile};
+
+use super::PartitionLog;
+use super::error::ReadError;
+use super::segment::Segment;
+
+/// Largest single read issued against a segment, so a poll with a huge budget still reads
+/// in bounded steps.
+const READ_CHUNK_BYTES_MAX: u64 = 8 << 20;
+
+/// Where a read starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadStart {
+    Offset(u64),
+    /// The first message stamped at or after this time (µs).
+    Timestamp(u64),
+    First,
+    /// The last N messages.
+    Last(u32),
+}
+
+/// The records a read returns, back to back as a poll reply carries them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Records {
+    pub bytes: Vec<u8>,
+    pub messages_count: u32,
+    /// Offset of the last returned message.
+    pub last_offset: Option<u64>,
+}
+
+impl<S: Storage> PartitionLog<S> {
+    /// Reads at most `count` messages from `start`, stopping before a record that would take
+    /// the reply past `max_bytes` — except the first, which is always returned whole.
+    pub async fn read(
+        &self,
+        start: ReadStart,
+        count: u32,
+        max_bytes: u64,
+    ) -> Result<Records, ReadError> {
+        let mut records = Records::default();
+        let Some(from) = self.resolve(start) else {
+            return Ok(records);
+        };
+        let first_segment = self
+            .segments
+            .partition_point(|segment| segment.next_offset <= from);
+        let mut cursor = from;
+        for segment in &self.segments[first_segment..] {
+            if records.messages_count >= count || segment.is_empty() {
+                continue;
+            }
+            let done = read_segment(segment, &mut cursor, count, max_bytes, &mut records).await?;
+            if done {
+                break;
+            }
+        }
+        Ok(records)
+    }
+
+    /// The first offset to read, or `None` when nothing at or after `start` is stored.
+    fn resolve(&self, start: ReadStart) -> Option<u64> {
+        let next = self.next_offset();
+        let first = self.first_offset();
+        let from = match start {
+            ReadStart::Offset(offset) => offset.max(first),
+            ReadStart::First => first,
+            ReadStart::Last(count) => next.saturating_sub(u64::from(count)).max(first),
+            ReadStart::Timestamp(time) => self.offset_at_time(time)?,
+        };
+        (from < next).then_some(from)
+    }
+
+    fn offset_at_time(&self, time: u64) -> Option<u64> {
+        let segment = self
+            .segments
+            .iter()
+            .find(|segment| !segment.is_empty() && segment.last_timestamp >= time)?;
+        let entry = segment.entries[lookup_time(&segment.entries, time)?];
+        Some(segment.start_offset + u64::from(entry.relative_offset))
+    }
+}
+
+/// Reads records of one segment from `cursor` on; returns `true` once the count or byte
+/// budget is used up.
+async fn read_segment<F: StorageFile>(
+    segment: &Segment<F>,
+    cursor: &mut u64,
+    count: u32,
+    max_bytes: u64,
+    records: &mut Records,
+) -> Result<bool, ReadError> {
+    let relative = u32::try_from(cursor.saturating_sub(segment.start_offset)).unwrap_or(u32::MAX);
+    let mut entry = lookup_offset(&segment.entries, relative).unwrap_or(0);
+    while entry < segment.entries.len() {
+        let (first_entry, end_entry) = (entry, run_end(segment, entry, max_bytes));
+        let position = u64::from(segment.entries[first_entry].position);
+        let end = segment
+            .entries
+            .get(end_entry)
+            .map_or(segment.size_bytes, |next| u64::from(next.position));
+        let length = usize::try_from(end - position).unwrap_or(usize::MAX);
+        let chunk = crate::storage::read_exact_at(&segment.log, position, length)
+            .await
+            .map_err(|source| ReadError::Io {
+                path: segment.paths.log.clone(),
+                source,
+            })?;
+        if take_records(segment, &chunk, position, cursor, count, max_bytes, records)? {
+            return Ok(true);
+        }
+        entry = end_entry;
+    }
+    Ok(false)
+}
+
+/// The entry after the last record of a run starting at `first` that fits one read.
+fn run_end<F>(segment: &Segment<F>, first: usize, max_bytes: u64) -> usize {
+    let start = u64::from(segment.entries[first].position);
+    let limit = max_bytes.min(READ_CHUNK_BYTES_MAX);
+    let mut end = first + 1;
+    while end < segment.entries.len() {
+        let after = segment
+            .entries
+            .get(end + 1)
+            .map_or(segment.size_bytes, |entry| u64::from(entry.position));
+        if after - start > limit {
+            break;
+        }
+        end += 1;
+    }
+    end
+}
+
+/// Validates the records in `chunk` and appends what the read wants of them.
+fn take_records<F>(
+    segment: &Segment<F>,
+    chunk: &[u8],
+    position: u64,
+    cursor: &mut u64,
+    count: u32,
+    max_bytes: u64,
+    records: &mut Records,
+) -> Result<bool, ReadError> {
+    let mut rest = chunk;
+    let mut at = position;
+    while !rest.is_empty() {
+        let offset = usize::try_from(at).unwrap_or(usize::MAX);
+        let (batch, remaining) =
+            Batch::parse_prefix(rest, Dialect::V0_12_2, Integrity::Full, offset).map_err(
+                |source| ReadError::Corrupt {
+                    path: segment.paths.log.clone(),
+                    position: at,
+                    source,
+                },
+            )?;
+        at += batch.as_bytes().len() as u64;
+        rest = remaining;
+        if push_record(&batch, cursor, count, max_bytes, records) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Appends the wanted part of one record; returns `true` when the read is complete.
+fn push_record(
+    batch: &Batch<'_>,
+    cursor: &mut u64,
+    count: u32,
+    max_bytes: u64,
+    records: &mut Records,
+) -> bool {
+    let base = batch.header().base_offset.get();
+    let stored = batch.message_count();
+    let last = base + u64::from(stored);
+    if last <= *cursor {
+        return false;
+    }
+    let skip = cursor.saturating_sub(base);
+    let take = u64::from(count - records.messages_count).min(u64::from(stored) - skip);
+    let whole = skip == 0 && take == u64::from(stored);
+    let length = if whole {
+        batch.as_bytes().len()
+    } else {
+        sliced_length(batch, skip, take)
+    };
+    let over_budget = records.bytes.len() as u64 + length as u64 > max_bytes;
+    if over_budget && !records.bytes.is_empty() {
+        return true;
+    }
+    if whole {
+        records.bytes.extend_from_slice(batch.as_bytes());
+    } else if let Some(slice) = batch.slice(to_usize(skip), to_usize(take)) {
+        records.bytes.extend_from_slice(&slice.header);
+        records.bytes.extend_from_slice(slice.frames);
+    }
+    let taken = u32::try_from(take).unwrap_or(u32::MAX);
+    records.messages_count += taken;
+    *cursor = base + skip + take;
+    records.last_offset = Some(*cursor - 1);
+    records.messages_count >= count || over_budget
+}
+
+fn sliced_length(batch: &Batch<'_>, skip: u64, take: u64) -> usize {
+    batch
+        .messages()
+        .skip(to_usize(skip))
+        .take(to_usize(take))
+        .map(|message| message.frame_length())
+        .sum::<usize>()
+        + BATCH_HEADER_SIZE
+}
+
+fn to_usize(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
