@@ -10,4 +10,5 @@ extern crate alloc;
 pub mod format;
 pub mod layout;
 pub mod log;
+pub mod offsets;
 pub mod storage;
