@@ -1,8 +1,8 @@
 //! The server's default backend: files through `compio::fs`, so reads, writes, syncs and
-//! truncation are io_uring operations driven by the shard's compio runtime.
+//! truncation are `io_uring` operations driven by the shard's compio runtime.
 //!
-//! `list_dir`, `remove_dir_all` and the directory fsync's open are the exceptions that block
-//! the thread (std::fs or a plain open): they run at start-up and during retention only.
+//! `list_dir` and `remove_dir_all` are the exceptions that block the thread (`std::fs`):
+//! they run at start-up and during retention only.
 //! Futures must be polled inside a compio runtime.
 
 use std::io;
