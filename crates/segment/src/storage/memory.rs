@@ -82,7 +82,7 @@ impl MemoryStorage {
                 CrashMode::DropUnsynced => file.live.clone_from(&file.durable),
                 CrashMode::TornAt(kept) => {
                     let common = common_prefix(&file.live, &file.durable);
-                    let end = (common + kept).min(file.live.len()).max(common);
+                    let end = common.saturating_add(kept).min(file.live.len()).max(common);
                     let mut torn = file.live[..end].to_vec();
                     if torn.len() < file.durable.len() {
                         torn.extend_from_slice(&file.durable[torn.len()..]);
@@ -280,5 +280,143 @@ impl StorageFile for MemoryFile {
     async fn set_len(&self, length: u64) -> io::Result<()> {
         let length = usize::try_from(length).map_err(io::Error::other)?;
         self.with_file(|file| file.live.resize(length, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{CrashMode, Faults, MemoryFile, MemoryStorage};
+    use crate::storage::{Storage, StorageFile, block_on_ready};
+
+    const DIRECTORY: &str = "/partition";
+    const LOG: &str = "/partition/0.log";
+
+    /// A storage holding `synced` durably in [`LOG`] and `unsynced` written after it.
+    fn storage_with(synced: &[u8], unsynced: &[u8]) -> MemoryStorage {
+        let storage = MemoryStorage::new();
+        let mut file = open(&storage, LOG);
+        write(&mut file, synced, 0);
+        block_on_ready(file.sync_data()).unwrap();
+        write(&mut file, unsynced, synced.len() as u64);
+        storage
+    }
+
+    fn open(storage: &MemoryStorage, path: &str) -> MemoryFile {
+        block_on_ready(storage.create_dir_all(Path::new(DIRECTORY))).unwrap();
+        block_on_ready(storage.open(Path::new(path), true)).unwrap()
+    }
+
+    fn write(file: &mut MemoryFile, bytes: &[u8], position: u64) {
+        block_on_ready(file.write_all_at(bytes.to_vec(), position))
+            .0
+            .unwrap();
+    }
+
+    fn contents(storage: &MemoryStorage, path: &str) -> Option<Vec<u8>> {
+        storage.contents(Path::new(path))
+    }
+
+    #[test]
+    fn power_loss_drops_unsynced_bytes() {
+        let storage = storage_with(b"abc", b"def");
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abc");
+        // What survived is durable now: a second crash keeps it.
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn torn_write_keeps_a_prefix_of_the_unsynced_bytes() {
+        for (kept, expected) in [(0, &b"abc"[..]), (2, b"abcde"), (5, b"abcdefgh")] {
+            let storage = storage_with(b"abc", b"defgh");
+            storage.crash(CrashMode::TornAt(kept));
+            assert_eq!(contents(&storage, LOG).unwrap(), expected, "kept {kept}");
+        }
+        let storage = storage_with(b"abc", b"defgh");
+        storage.crash(CrashMode::TornAt(usize::MAX - 1));
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abcdefgh");
+    }
+
+    #[test]
+    fn torn_write_restores_synced_bytes_after_the_tear() {
+        // Synced "abcdef", then unsynced: overwrite from 2 and truncate to 4.
+        let storage = storage_with(b"abcdef", b"");
+        let mut file = open(&storage, LOG);
+        write(&mut file, b"XY", 2);
+        block_on_ready(file.set_len(4)).unwrap();
+        storage.crash(CrashMode::TornAt(1));
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abXdef");
+        let storage = storage_with(b"abcdef", b"");
+        block_on_ready(open(&storage, LOG).set_len(2)).unwrap();
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abcdef");
+    }
+
+    #[test]
+    fn process_crash_keeps_everything_written() {
+        let storage = storage_with(b"abc", b"def");
+        let mut fresh = open(&storage, "/partition/1.log");
+        write(&mut fresh, b"never synced", 0);
+        storage.crash(CrashMode::ProcessOnly);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abcdef");
+        assert_eq!(
+            contents(&storage, "/partition/1.log").unwrap(),
+            b"never synced"
+        );
+    }
+
+    #[test]
+    fn files_whose_entry_was_never_synced_vanish() {
+        let storage = MemoryStorage::new();
+        let mut file = open(&storage, LOG);
+        write(&mut file, b"lost", 0);
+        for mode in [CrashMode::DropUnsynced, CrashMode::TornAt(2)] {
+            let storage = storage.clone();
+            storage.replace(Path::new("/partition/kept"), b"kept".to_vec());
+            storage.crash(mode);
+            assert_eq!(contents(&storage, LOG), None);
+            assert!(!block_on_ready(storage.exists(Path::new(LOG))));
+            assert_eq!(contents(&storage, "/partition/kept").unwrap(), b"kept");
+        }
+        // A synced directory keeps the entry but not the unsynced bytes.
+        let storage = MemoryStorage::new();
+        let mut file = open(&storage, LOG);
+        write(&mut file, b"lost", 0);
+        block_on_ready(storage.sync_dir(Path::new(DIRECTORY))).unwrap();
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"");
+    }
+
+    #[test]
+    fn faults_fail_the_requested_number_of_operations() {
+        let storage = MemoryStorage::new();
+        let mut file = open(&storage, LOG);
+        let faults = Faults {
+            write_errors: 2,
+            sync_errors: 1,
+            read_errors: 1,
+        };
+        storage.set_faults(faults);
+        for _ in 0..2 {
+            let (result, returned) = block_on_ready(file.write_all_at(b"ab".to_vec(), 0));
+            assert!(result.is_err());
+            assert_eq!(returned, b"ab", "the buffer comes back on failure");
+        }
+        write(&mut file, b"ab", 0);
+        assert!(block_on_ready(file.sync_data()).is_err());
+        assert_eq!(storage.syncs(), 0);
+        block_on_ready(file.sync_data()).unwrap();
+        assert_eq!(storage.syncs(), 1);
+        let (result, returned) = block_on_ready(file.read_at(Vec::with_capacity(2), 0));
+        assert!(result.is_err());
+        assert!(returned.is_empty());
+        let (result, returned) = block_on_ready(file.read_at(Vec::with_capacity(2), 0));
+        assert_eq!((result.unwrap(), returned.as_slice()), (2, &b"ab"[..]));
+        // A failed sync left nothing durable behind it.
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"ab");
     }
 }

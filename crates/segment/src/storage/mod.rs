@@ -5,11 +5,21 @@
 //! server's default, feature `compio`) and `uring` (raw io-uring, feature `uring`).
 //! Futures are not `Send`: every partition lives on one shard thread.
 
+#[cfg(feature = "compio")]
+pub mod compio;
 pub mod memory;
+#[cfg(test)]
+mod tests;
+#[cfg(feature = "uring")]
+pub mod uring;
 
 use std::future::Future;
 use std::io;
 use std::path::Path;
+#[cfg(test)]
+use std::pin::pin;
+#[cfg(test)]
+use std::task::{Context, Poll, Waker};
 
 use compio_buf::{IoBuf, IoBufMut};
 
@@ -96,4 +106,15 @@ pub async fn read_exact_at<F: StorageFile>(
 pub async fn read_all<F: StorageFile>(file: &F) -> io::Result<Vec<u8>> {
     let length = usize::try_from(file.size().await?).map_err(io::Error::other)?;
     read_exact_at(file, 0, length).await
+}
+
+/// Drives a future that completes on its first poll, as every future of the memory and
+/// io-uring backends does; panics if it does not.
+#[cfg(test)]
+pub(crate) fn block_on_ready<F: Future>(future: F) -> F::Output {
+    let mut context = Context::from_waker(Waker::noop());
+    match pin!(future).poll(&mut context) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("block_on_ready: the future was not ready"),
+    }
 }

@@ -1,0 +1,171 @@
+//! The contract every [`Storage`] backend meets, run against each of them: memory always,
+//! compio and io-uring under their features, the latter two in a fresh directory under
+//! `std::env::temp_dir()` that is removed afterwards.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::memory::MemoryStorage;
+use super::{Storage, StorageFile, block_on_ready, read_all, read_exact_at};
+
+#[test]
+fn memory_meets_the_contract() {
+    let storage = MemoryStorage::new();
+    block_on_ready(contract(&storage, Path::new("/memory/root")));
+}
+
+#[cfg(feature = "compio")]
+#[test]
+fn compio_meets_the_contract() {
+    let directory = TempDir::new("compio");
+    let storage = super::compio::CompioStorage::new();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(contract(&storage, &directory.0));
+}
+
+#[cfg(feature = "uring")]
+#[test]
+fn uring_meets_the_contract() {
+    let directory = TempDir::new("uring");
+    let storage = super::uring::UringStorage::new().unwrap();
+    block_on_ready(contract(&storage, &directory.0));
+}
+
+async fn contract<S: Storage>(storage: &S, root: &Path) {
+    contract_positional_io(storage, root).await;
+    contract_large_write(storage, root).await;
+    contract_directories(storage, root).await;
+}
+
+async fn contract_positional_io<S: Storage>(storage: &S, root: &Path) {
+    storage.create_dir_all(root).await.unwrap();
+    let path = root.join("00000000000000000000.log");
+    let missing = storage.open(&path, false).await.err().unwrap();
+    assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+
+    let mut file = storage.open(&path, true).await.unwrap();
+    assert_eq!(file.size().await.unwrap(), 0);
+    write(&mut file, b"hello", 0).await;
+    // Past the end: the gap reads as zeros.
+    write(&mut file, b"world", 10).await;
+    assert_eq!(file.size().await.unwrap(), 15);
+    assert_eq!(read_all(&file).await.unwrap(), b"hello\0\0\0\0\0world");
+    // Overwrite in the middle.
+    write(&mut file, b"__", 4).await;
+    assert_eq!(read_exact_at(&file, 3, 4).await.unwrap(), b"l__\0");
+
+    // A read straddling the end is short; at and past the end it reads nothing.
+    let (count, bytes) = read(&file, Vec::with_capacity(8), 13).await;
+    assert_eq!((count, bytes.as_slice()), (2, &b"ld"[..]));
+    assert_eq!(read(&file, Vec::with_capacity(8), 15).await.0, 0);
+    assert_eq!(read(&file, Vec::with_capacity(8), 1 << 20).await.0, 0);
+    // Reads fill the spare room and keep the bytes already in the buffer.
+    let mut prefix = Vec::with_capacity(7);
+    prefix.extend_from_slice(b">>");
+    let (count, bytes) = read(&file, prefix, 0).await;
+    assert_eq!((count, bytes.as_slice()), (5, &b">>hell_"[..]));
+    let full = vec![7_u8; 4];
+    assert_eq!(read(&file, full, 0).await, (0, vec![7; 4]));
+
+    file.set_len(18).await.unwrap();
+    assert_eq!(read_exact_at(&file, 13, 5).await.unwrap(), b"ld\0\0\0");
+    file.set_len(3).await.unwrap();
+    assert_eq!(file.size().await.unwrap(), 3);
+    let short = read_exact_at(&file, 0, 4).await.err().unwrap();
+    assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
+    file.sync_data().await.unwrap();
+    drop(file);
+
+    let reopened = storage.open(&path, false).await.unwrap();
+    assert_eq!(read_all(&reopened).await.unwrap(), b"hel");
+}
+
+async fn contract_large_write<S: Storage>(storage: &S, root: &Path) {
+    let path = root.join("large");
+    let bytes: Vec<u8> = (0..3_u32 << 18).map(|index| (index % 251) as u8).collect();
+    let mut file = storage.open(&path, true).await.unwrap();
+    let (result, returned) = file.write_all_at(bytes, 1).await;
+    result.unwrap();
+    file.sync_data().await.unwrap();
+    assert_eq!(file.size().await.unwrap(), returned.len() as u64 + 1);
+    assert_eq!(
+        read_exact_at(&file, 1, returned.len()).await.unwrap(),
+        returned
+    );
+    drop(file);
+    storage.remove_file(&path).await.unwrap();
+}
+
+async fn contract_directories<S: Storage>(storage: &S, root: &Path) {
+    let partition = root.join("partitions").join("1");
+    let nested = partition.join("nested");
+    storage.create_dir_all(&nested).await.unwrap();
+    assert!(storage.exists(&partition).await);
+    assert!(storage.exists(&nested).await);
+    let segment = partition.join("segment.log");
+    let inner = nested.join("inner.log");
+    assert!(!storage.exists(&segment).await);
+    drop(storage.open(&segment, true).await.unwrap());
+    drop(storage.open(&inner, true).await.unwrap());
+    storage.sync_dir(&partition).await.unwrap();
+    assert!(storage.exists(&segment).await);
+    assert_eq!(names(storage, &partition).await, ["nested", "segment.log"]);
+
+    storage.remove_file(&segment).await.unwrap();
+    let again = storage.remove_file(&segment).await.err().unwrap();
+    assert_eq!(again.kind(), io::ErrorKind::NotFound);
+    assert!(!storage.exists(&segment).await);
+    storage.sync_dir(&partition).await.unwrap();
+    assert_eq!(names(storage, &partition).await, ["nested"]);
+
+    storage.remove_dir_all(&partition).await.unwrap();
+    assert!(!storage.exists(&inner).await);
+    assert!(!storage.exists(&nested).await);
+    assert!(!storage.exists(&partition).await);
+    assert_eq!(names(storage, &root.join("partitions")).await, [""; 0]);
+}
+
+async fn write<F: StorageFile>(file: &mut F, bytes: &[u8], position: u64) {
+    let (result, _) = file.write_all_at(bytes.to_vec(), position).await;
+    result.unwrap();
+}
+
+async fn read<F: StorageFile>(file: &F, buffer: Vec<u8>, position: u64) -> (usize, Vec<u8>) {
+    let (result, buffer) = file.read_at(buffer, position).await;
+    (result.unwrap(), buffer)
+}
+
+async fn names<S: Storage>(storage: &S, path: &Path) -> Vec<String> {
+    let mut names = storage.list_dir(path).await.unwrap();
+    names.sort();
+    names
+}
+
+/// A directory under the system's temp dir, unique to this process and test, removed on
+/// drop (also when the test panics).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(backend: &str) -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let name = format!(
+            "segment-storage-{backend}-{}-{nanos}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        Self(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover directory under the temp dir harms nobody.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
