@@ -25,7 +25,7 @@ pub struct Faults {
 struct FileState {
     live: Vec<u8>,
     durable: Vec<u8>,
-    /// The directory entry survives a crash (set by a file or directory sync).
+    /// The directory entry survives a crash (set by a sync of the directory).
     entry_durable: bool,
 }
 
@@ -267,10 +267,8 @@ impl StorageFile for MemoryFile {
     async fn sync_data(&self) -> io::Result<()> {
         self.storage.take_fault(|faults| &mut faults.sync_errors)?;
         self.storage.state.borrow_mut().syncs += 1;
-        self.with_file(|file| {
-            file.durable.clone_from(&file.live);
-            file.entry_durable = true;
-        })
+        // Only the file's bytes: its directory entry needs a `sync_dir` (FORMAT.md §8).
+        self.with_file(|file| file.durable.clone_from(&file.live))
     }
 
     async fn size(&self) -> io::Result<u64> {
@@ -303,9 +301,12 @@ mod tests {
         storage
     }
 
+    /// Creates (or opens) a file and makes its directory entry durable.
     fn open(storage: &MemoryStorage, path: &str) -> MemoryFile {
         block_on_ready(storage.create_dir_all(Path::new(DIRECTORY))).unwrap();
-        block_on_ready(storage.open(Path::new(path), true)).unwrap()
+        let file = block_on_ready(storage.open(Path::new(path), true)).unwrap();
+        block_on_ready(storage.sync_dir(Path::new(DIRECTORY))).unwrap();
+        file
     }
 
     fn write(file: &mut MemoryFile, bytes: &[u8], position: u64) {
@@ -371,8 +372,10 @@ mod tests {
     #[test]
     fn files_whose_entry_was_never_synced_vanish() {
         let storage = MemoryStorage::new();
-        let mut file = open(&storage, LOG);
+        block_on_ready(storage.create_dir_all(Path::new(DIRECTORY))).unwrap();
+        let mut file = block_on_ready(storage.open(Path::new(LOG), true)).unwrap();
         write(&mut file, b"lost", 0);
+        block_on_ready(file.sync_data()).unwrap();
         for mode in [CrashMode::DropUnsynced, CrashMode::TornAt(2)] {
             let storage = storage.clone();
             storage.replace(Path::new("/partition/kept"), b"kept".to_vec());
