@@ -1,6 +1,7 @@
 //! Crash tests on real files: a child process appends with acknowledgements printed to
 //! stdout and is killed (`SIGKILL`) at a random point; the parent reopens the partition and
-//! checks that every acknowledged message is present byte for byte and that offsets never go backwards.
+//! checks that every acknowledged message is present byte for byte and that offsets never go
+//! backwards.
 //!
 //! The child is this test binary itself, re-run with `CRASH_CHILD_DIR` set. Trials alternate
 //! `persisted` (acknowledged after fdatasync) and `replicated` (acknowledged after the write
