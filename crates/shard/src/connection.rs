@@ -1,0 +1,53 @@
+//! What the server knows about one client connection.
+
+use std::net::SocketAddr;
+
+use proto::Dialect;
+
+/// How the client reached us (reported by `GET_CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Tcp,
+    Quic,
+    Http,
+    WebSocket,
+}
+
+/// One connection's state: its dialect once a login fixed it, and the session it is bound to.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The server-assigned id `GET_CLIENT(S)` reports.
+    pub client_number: u32,
+    pub address: SocketAddr,
+    pub transport: TransportKind,
+    /// Fixed by the first login; 0.12.2 until then.
+    pub dialect: Dialect,
+    /// The authenticated session, if any.
+    pub session: Option<BoundSession>,
+}
+
+/// The session a connection is bound to after a login or `BIND_SESSION`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundSession {
+    /// The VSR client id (request header `client`): consumer-group membership is keyed by it.
+    pub client_id: u128,
+    /// The session number handed out at login.
+    pub session: u64,
+    pub user_id: u32,
+}
+
+impl Connection {
+    pub fn new(client_number: u32, address: SocketAddr, transport: TransportKind) -> Self {
+        Self {
+            client_number,
+            address,
+            transport,
+            dialect: Dialect::V0_12_2,
+            session: None,
+        }
+    }
+
+    pub fn user_id(&self) -> Option<u32> {
+        self.session.map(|session| session.user_id)
+    }
+}

@@ -1,0 +1,18 @@
+//! A shard: the metadata state machine (streams, topics, partitions, users, tokens, consumer
+//! groups), its journal, sessions, authentication and authorisation, and the handling of
+//! every request.
+//!
+//! The logic is synchronous and deterministic where it can be: metadata changes are
+//! [`metadata::MetadataOp`]s that are validated, appended to the journal, then applied by
+//! [`metadata::Metadata::apply`], so a replicated log can later take the journal's place
+//! without a redesign. Only the data plane (partition logs) awaits I/O.
+
+pub mod connection;
+pub mod handler;
+pub mod metadata;
+pub mod outcome;
+pub mod server;
+
+pub use connection::{BoundSession, Connection, TransportKind};
+pub use outcome::{Outcome, Reply};
+pub use server::Server;
