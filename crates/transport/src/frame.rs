@@ -1,0 +1,138 @@
+//! What a handler answers, and the frame bytes each answer becomes (PROTOCOL.md §1.5, §1.6).
+//!
+//! Pure functions of the request header and the answer, so every transport writes the same
+//! bytes and the encoding is tested without sockets.
+
+use proto::header::RequestHeader;
+use proto::header::{EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader};
+use proto::{Dialect, ErrorCode};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// The answer to one request frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A reply frame: the header echoes the request, `status` 0 or an error code whose body is
+    /// empty.
+    Reply {
+        operation: Operation,
+        status: u32,
+        commit: u64,
+        body: Vec<u8>,
+    },
+    /// An eviction frame; the connection is closed after it.
+    Evict(EvictionReason),
+    /// No frame at all (a cancel of a deferred request).
+    Silent,
+}
+
+/// The bytes to send for `answer` to the request whose header is `request`, or `None` for a
+/// silent answer. Status codes the dialect's clients do not know are mapped to ones they do.
+pub fn encode(request: &[u8; HEADER_SIZE], answer: Answer, dialect: Dialect) -> Option<Vec<u8>> {
+    match answer {
+        Answer::Reply {
+            operation,
+            status,
+            commit,
+            body,
+        } => Some(reply(request, operation, status, commit, &body, dialect)),
+        Answer::Evict(reason) => Some(eviction(request, reason)),
+        Answer::Silent => None,
+    }
+}
+
+/// An eviction frame for the client named in `request` (which may be an unvalidated header).
+pub fn eviction(request: &[u8; HEADER_SIZE], reason: EvictionReason) -> Vec<u8> {
+    let header = EvictionHeader::new(view(request).client.get(), reason);
+    header.as_bytes().to_vec()
+}
+
+fn reply(
+    request: &[u8; HEADER_SIZE],
+    operation: Operation,
+    status: u32,
+    commit: u64,
+    body: &[u8],
+    dialect: Dialect,
+) -> Vec<u8> {
+    let status = match ErrorCode::from_u32(status) {
+        Some(code) if status != 0 => code.for_dialect(dialect).as_u32(),
+        _ => status,
+    };
+    // A refusal carries no body (§1.5 `status`).
+    let body = if status == 0 { body } else { &[] };
+    let header = ReplyHeader::for_request(view(request), operation, status, commit, body.len());
+    let mut frame = Vec::with_capacity(HEADER_SIZE.saturating_add(body.len()));
+    frame.extend_from_slice(header.as_bytes());
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// The request header fields, read in place without validation: replies echo them as sent.
+fn view(request: &[u8; HEADER_SIZE]) -> &RequestHeader {
+    RequestHeader::ref_from_bytes(request).expect("a request header is exactly 256 bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::header::{EvictionHeader, EvictionReason, Operation, ReplyHeader, RequestHeader};
+    use proto::{Dialect, ErrorCode};
+    use zerocopy::IntoBytes;
+
+    use super::{Answer, encode};
+
+    fn request(client: u128, request: u64) -> [u8; 256] {
+        let mut header = RequestHeader::new(client, Operation::NonReplicated, 0);
+        header.request = request.into();
+        header.as_bytes().try_into().unwrap()
+    }
+
+    #[test]
+    fn reply_echoes_request_and_commit() {
+        let answer = Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 3,
+            body: vec![1, 2],
+        };
+        let frame = encode(&request(7, 5), answer, Dialect::V0_12_2).unwrap();
+        let header = ReplyHeader::parse(&frame).unwrap();
+        assert_eq!(header.request.get(), 5);
+        assert_eq!(header.client.get(), 7);
+        assert_eq!(header.commit.get(), 3);
+        assert_eq!(header.body_length(), 2);
+        assert_eq!(&frame[256..], &[1, 2]);
+    }
+
+    #[test]
+    fn refusal_drops_body_and_maps_code_for_old_clients() {
+        let code = ErrorCode::all()
+            .find(|code| code.is_only_in_0_12_2())
+            .unwrap();
+        let answer = Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: code.as_u32(),
+            commit: 0,
+            body: vec![9],
+        };
+        let frame = encode(&request(7, 1), answer, Dialect::V0_11_0).unwrap();
+        let header = ReplyHeader::parse(&frame).unwrap();
+        assert_eq!(frame.len(), 256);
+        assert_eq!(
+            header.status.get(),
+            code.for_dialect(Dialect::V0_11_0).as_u32()
+        );
+    }
+
+    #[test]
+    fn eviction_and_silence() {
+        let answer = Answer::Evict(EvictionReason::NoSession);
+        let frame = encode(&request(9, 0), answer, Dialect::V0_12_2).unwrap();
+        let header = EvictionHeader::parse(&frame).unwrap();
+        assert_eq!(header.reason(), Some(EvictionReason::NoSession));
+        assert_eq!(header.client.get(), 9);
+        assert_eq!(
+            encode(&request(9, 0), Answer::Silent, Dialect::V0_12_2),
+            None
+        );
+    }
+}

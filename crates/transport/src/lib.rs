@@ -1,0 +1,63 @@
+//! Sockets only: frames in, replies and evictions out (STYLE §2.7).
+//!
+//! The crate knows the frame (PROTOCOL.md §1.2–§1.6) and nothing of what a request means: a
+//! [`ConnectionHandler`] supplied by the binary turns a request frame into an [`Answer`], and
+//! [`frame`] encodes that answer as the reply or eviction frame the client expects. A bad frame
+//! (a size outside `256..=frame_size_max`, a command other than Request) gets an eviction and
+//! closes that connection only.
+
+pub mod frame;
+#[cfg(feature = "tcp")]
+pub mod tcp;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use proto::Dialect;
+use proto::header::{EvictionReason, HEADER_SIZE};
+
+pub use frame::Answer;
+
+/// The business side of a connection, implemented by the binary on top of the shard.
+///
+/// One handler serves every connection of a shard; each connection keeps its own state in
+/// `Self::Connection`, created at accept and dropped through [`close`](Self::close).
+pub trait ConnectionHandler {
+    type Connection;
+
+    /// State for a connection just accepted from `peer`.
+    fn open(&self, peer: SocketAddr) -> Self::Connection;
+
+    /// Answers one request frame whose prefix has been checked (command 5, size in range).
+    fn handle(
+        &self,
+        connection: &mut Self::Connection,
+        header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> impl Future<Output = Answer>;
+
+    /// The dialect the connection speaks now: refusal codes are mapped to ones it knows.
+    fn dialect(&self, connection: &Self::Connection) -> Dialect;
+
+    /// The connection ended (peer closed, eviction, bad frame or shutdown).
+    fn close(&self, connection: Self::Connection);
+}
+
+/// Why a connection was closed before its peer closed it, for the log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadFrame {
+    /// The size field is below 256 or above the configured maximum.
+    Size,
+    /// The command byte is not Request (5).
+    Command,
+}
+
+impl BadFrame {
+    /// The eviction a client gets for the frame: the reason its SDK maps to `InvalidCommand`.
+    pub fn eviction_reason(self) -> EvictionReason {
+        match self {
+            Self::Size => EvictionReason::InvalidRequestBodySize,
+            Self::Command => EvictionReason::InvalidRequestOperation,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! The binary protocol over TCP on compio sockets (PROTOCOL.md §1.11).
+//!
+//! One accept loop per listener; one task per connection that reads a frame, asks the
+//! handler, writes the answer, and repeats. Requests on one connection are answered in order,
+//! one at a time. The frame size is checked before a body byte is read, and a bad frame ends
+//! only its own connection.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use compio::BufResult;
+use compio::buf::{IntoInner, IoBuf};
+use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::net::{TcpListener, TcpStream};
+use futures_util::future::{Either, select};
+use proto::header::{Command, HEADER_SIZE, frame_prefix};
+
+use crate::frame::{self, Answer};
+use crate::{BadFrame, ConnectionHandler};
+
+/// How long shutdown waits for requests already being handled.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// Limits and address of a TCP listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpConfig {
+    pub address: SocketAddr,
+    /// Connections open at once; one more is accepted and closed at once, with a log line.
+    pub connections_max: usize,
+    /// Largest frame, header included (`message_bus.max_message_size`); a larger `size` gets
+    /// an eviction and the connection is closed before its body is read.
+    pub frame_size_max: u32,
+}
+
+/// Binding the listener failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("bind TCP listener on {address}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("read the local address of the TCP listener")]
+    LocalAddress(#[source] io::Error),
+}
+
+/// A bound listener, not yet accepting.
+#[derive(Debug)]
+pub struct TcpServer {
+    listener: TcpListener,
+    config: TcpConfig,
+    local_address: SocketAddr,
+}
+
+/// Counters shared by the accept loop and the connection tasks of one server.
+#[derive(Debug, Default)]
+struct ServeState {
+    connections: Cell<usize>,
+    in_flight: Cell<usize>,
+    stopping: Cell<bool>,
+}
+
+impl TcpServer {
+    pub async fn bind(config: TcpConfig) -> Result<Self, ListenError> {
+        let listener =
+            TcpListener::bind(config.address)
+                .await
+                .map_err(|source| ListenError::Bind {
+                    address: config.address,
+                    source,
+                })?;
+        let local_address = listener.local_addr().map_err(ListenError::LocalAddress)?;
+        Ok(Self {
+            listener,
+            config,
+            local_address,
+        })
+    }
+
+    /// The address actually bound (port 0 resolved).
+    pub fn local_address(&self) -> SocketAddr {
+        self.local_address
+    }
+
+    /// Accepts connections until `shutdown` completes, then stops accepting and waits (up to
+    /// a bound) for the requests being handled to be answered. Connections still open are
+    /// dropped with the runtime.
+    pub async fn serve<H>(self, handler: Rc<H>, shutdown: impl Future<Output = ()>)
+    where
+        H: ConnectionHandler + 'static,
+    {
+        let state = Rc::new(ServeState::default());
+        {
+            let accept = pin!(accept_loop(&self.listener, self.config, &handler, &state));
+            let shutdown = pin!(shutdown);
+            if let Either::Left(((), _)) = select(accept, shutdown).await {
+                return;
+            }
+        }
+        state.stopping.set(true);
+        drop(self.listener);
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while state.in_flight.get() > 0 && Instant::now() < deadline {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        log::info!(
+            "tcp: stopped accepting; {} connection(s) left open, {} request(s) unanswered",
+            state.connections.get(),
+            state.in_flight.get()
+        );
+    }
+}
+
+async fn accept_loop<H>(
+    listener: &TcpListener,
+    config: TcpConfig,
+    handler: &Rc<H>,
+    state: &Rc<ServeState>,
+) where
+    H: ConnectionHandler + 'static,
+{
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                log::warn!("tcp: accept failed: {error}");
+                compio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                continue;
+            }
+        };
+        if state.connections.get() >= config.connections_max {
+            log::warn!(
+                "tcp: refused {peer}: {} connections open (tcp.max_connections)",
+                config.connections_max
+            );
+            drop(stream);
+            continue;
+        }
+        if let Err(error) = stream.set_nodelay(true) {
+            log::warn!("tcp: {peer}: set TCP_NODELAY: {error}");
+        }
+        state
+            .connections
+            .set(state.connections.get().saturating_add(1));
+        let handler = Rc::clone(handler);
+        let state = Rc::clone(state);
+        compio::runtime::spawn(async move {
+            let connection = handler.open(peer);
+            let connection = serve_connection(stream, peer, config, &*handler, &state, connection);
+            handler.close(connection.await);
+            state
+                .connections
+                .set(state.connections.get().saturating_sub(1));
+        })
+        .detach();
+    }
+}
+
+/// Why a connection loop ended, for the log.
+enum Ended {
+    PeerClosed,
+    Io(io::Error),
+    BadFrame(BadFrame, proto::DecodeError),
+    Evicted,
+    Stopping,
+}
+
+async fn serve_connection<H: ConnectionHandler>(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    config: TcpConfig,
+    handler: &H,
+    state: &ServeState,
+    mut connection: H::Connection,
+) -> H::Connection {
+    let ended = loop {
+        match serve_frame(&mut stream, config, handler, state, &mut connection).await {
+            Ok(()) => {}
+            Err(ended) => break ended,
+        }
+    };
+    match ended {
+        Ended::PeerClosed | Ended::Stopping => log::debug!("tcp: {peer} closed"),
+        Ended::Io(error) => log::info!("tcp: {peer} closed: {error}"),
+        Ended::Evicted => log::info!("tcp: {peer} evicted"),
+        Ended::BadFrame(kind, error) => {
+            log::warn!("tcp: {peer} sent a bad frame ({kind:?}: {error}); connection closed");
+        }
+    }
+    connection
+}
+
+/// Reads one frame, answers it, and says whether the connection goes on.
+async fn serve_frame<H: ConnectionHandler>(
+    stream: &mut TcpStream,
+    config: TcpConfig,
+    handler: &H,
+    state: &ServeState,
+    connection: &mut H::Connection,
+) -> Result<(), Ended> {
+    let header_bytes = read_exact(stream, HEADER_SIZE).await?;
+    let header: [u8; HEADER_SIZE] = header_bytes
+        .as_slice()
+        .try_into()
+        .expect("read_exact filled exactly HEADER_SIZE bytes");
+    let bad = match frame_prefix(&header, config.frame_size_max) {
+        Ok(prefix) if prefix.command == Command::Request => None,
+        Ok(prefix) => Some((BadFrame::Command, command_error(prefix.command))),
+        Err(error) if error.field == "header.command" => Some((BadFrame::Command, error)),
+        Err(error) => Some((BadFrame::Size, error)),
+    };
+    if let Some((kind, error)) = bad {
+        write(stream, frame::eviction(&header, kind.eviction_reason())).await?;
+        return Err(Ended::BadFrame(kind, error));
+    }
+    if state.stopping.get() {
+        return Err(Ended::Stopping);
+    }
+    let prefix = frame_prefix(&header, config.frame_size_max).expect("checked just above");
+    let body = read_exact(stream, prefix.body_length()).await?;
+    state.in_flight.set(state.in_flight.get().saturating_add(1));
+    let answer = handler.handle(connection, &header, &body).await;
+    let evicted = matches!(answer, Answer::Evict(_));
+    let written = match frame::encode(&header, answer, handler.dialect(connection)) {
+        Some(bytes) => write(stream, bytes).await,
+        None => Ok(()),
+    };
+    state.in_flight.set(state.in_flight.get().saturating_sub(1));
+    written?;
+    if evicted {
+        return Err(Ended::Evicted);
+    }
+    Ok(())
+}
+
+fn command_error(command: Command) -> proto::DecodeError {
+    let value = u64::from(command.as_u8());
+    let kind = proto::DecodeErrorKind::InvalidValue { value };
+    proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
+}
+
+async fn read_exact(stream: &mut TcpStream, length: usize) -> Result<Vec<u8>, Ended> {
+    if length == 0 {
+        return Ok(Vec::new());
+    }
+    let buffer = Vec::with_capacity(length).slice(..length);
+    let BufResult(result, buffer) = stream.read_exact(buffer).await;
+    match result {
+        Ok(()) => Ok(buffer.into_inner()),
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Err(Ended::PeerClosed),
+        Err(error) => Err(Ended::Io(error)),
+    }
+}
+
+async fn write(stream: &mut TcpStream, bytes: Vec<u8>) -> Result<(), Ended> {
+    let BufResult(result, _) = stream.write_all(bytes).await;
+    result.map_err(Ended::Io)
+}
