@@ -7,11 +7,14 @@
 //! [`metadata::Metadata::apply`], so a replicated log can later take the journal's place
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
+pub mod auth;
 pub mod connection;
 pub mod handler;
 pub mod metadata;
 pub mod outcome;
+pub mod procfs;
 pub mod server;
+pub mod sessions;
 
 pub use connection::{BoundSession, Connection, TransportKind};
 pub use outcome::{Outcome, Reply};

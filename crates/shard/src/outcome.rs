@@ -1,7 +1,8 @@
 //! What handling a request produces: a reply, an eviction, or nothing (a cancel).
 
-use proto::ErrorCode;
 use proto::header::{EvictionReason, Operation};
+use proto::result::ResultSection;
+use proto::{Codec, Dialect, ErrorCode, Writer};
 
 /// The answer to one request; the transport turns it into a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,5 +47,71 @@ impl Outcome {
             body: Vec::new(),
             commit,
         })
+    }
+}
+
+impl Outcome {
+    /// A successful reply carrying `payload`, behind a success result section when the
+    /// operation is result-framed (§1.9), encoded for `dialect`.
+    pub fn payload<'a, T: Codec<'a>>(
+        operation: Operation,
+        payload: &T,
+        dialect: Dialect,
+        commit: u64,
+    ) -> Self {
+        let mut body = Vec::new();
+        let mut writer = Writer::new(&mut body, dialect);
+        if operation.is_result_framed() {
+            ResultSection::Ok.encode(&mut writer);
+        }
+        payload.encode(&mut writer);
+        Self::ok(operation, body, commit)
+    }
+
+    /// A refusal in the channel the operation uses: a one-entry result section for
+    /// result-framed operations, the header `status` otherwise; the code is one `dialect`
+    /// knows.
+    pub fn rejected(operation: Operation, code: ErrorCode, dialect: Dialect, commit: u64) -> Self {
+        let code = code.for_dialect(dialect);
+        if !operation.is_result_framed() {
+            return Self::refused(operation, code, commit);
+        }
+        let mut body = Vec::new();
+        ResultSection::Refused(code.as_u32()).encode(&mut Writer::new(&mut body, dialect));
+        Self::ok(operation, body, commit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::commands::Empty;
+    use proto::header::Operation;
+    use proto::{Dialect, ErrorCode};
+
+    use super::Outcome;
+
+    #[test]
+    fn result_framed_payload_and_refusal() {
+        let ok = Outcome::payload(Operation::CreateStream, &Empty, Dialect::V0_12_2, 4);
+        assert_eq!(ok, Outcome::ok(Operation::CreateStream, vec![0; 4], 4));
+        let refused = Outcome::rejected(
+            Operation::CreateStream,
+            ErrorCode::StreamIdNotFound,
+            Dialect::V0_12_2,
+            4,
+        );
+        let mut body = vec![1, 0, 0, 0, 0, 0, 0, 0];
+        body.extend_from_slice(&1009u32.to_le_bytes());
+        assert_eq!(refused, Outcome::ok(Operation::CreateStream, body, 4));
+        let read = Outcome::rejected(
+            Operation::NonReplicated,
+            ErrorCode::FeatureUnavailable,
+            Dialect::V0_12_2,
+            4,
+        );
+        assert_eq!(
+            read,
+            Outcome::refused(Operation::NonReplicated, ErrorCode::FeatureUnavailable, 4)
+        );
     }
 }

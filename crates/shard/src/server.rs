@@ -1,23 +1,227 @@
 //! The server state one shard owns, and the entry point for every request.
+//!
+//! [`Server::handle`] applies the rules every command shares — header validation for the
+//! connection's dialect, what an unauthenticated connection may send (PROTOCOL.md §1.9), body
+//! decoding — and hands the decoded request to its family in [`crate::handler`].
 
-use proto::header::RequestHeader;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::connection::Connection;
+use proto::codes::CommandCode;
+use proto::commands::Request;
+use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
+use proto::{DecodeError, ErrorCode};
+
+use crate::connection::{Connection, TransportKind};
+use crate::handler;
+use crate::metadata::{Metadata, User, UserStatus};
 use crate::outcome::Outcome;
+use crate::sessions::Sessions;
+
+/// The server version reported at login and in stats: the Iggy generation we answer as.
+pub const SERVER_VERSION: &str = "0.9.0";
+/// `SERVER_VERSION` as the decimal semver stats report (`major·1e6 + minor·1e3 + patch`).
+pub const SERVER_SEMVER: u32 = 9000;
+
+/// What the server says about itself: the one-node roster and start time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    pub cluster_name: String,
+    pub node_name: String,
+    /// The address clients are told (informational for a one-node roster).
+    pub node_ip: String,
+    /// The port the TCP listener bound; 0 when TCP is off.
+    pub tcp_port: u16,
+    /// µs since the epoch.
+    pub started_at_us: u64,
+}
+
+/// What `GET_CLIENT(S)` reports about one open connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientRecord {
+    pub address: SocketAddr,
+    pub transport: TransportKind,
+    pub user_id: Option<u32>,
+}
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
-#[derive(Debug, Default)]
-pub struct Server {}
+#[derive(Debug)]
+pub struct Server {
+    pub metadata: RefCell<Metadata>,
+    pub sessions: RefCell<Sessions>,
+    pub info: ServerInfo,
+    /// Open connections by client number.
+    pub clients: RefCell<BTreeMap<u32, ClientRecord>>,
+    next_client_number: Cell<u32>,
+}
 
 impl Server {
-    /// Handles one request frame from `connection`.
+    pub fn new(info: ServerInfo, metadata: Metadata) -> Self {
+        let session_seed = info.started_at_us / 1000;
+        Self {
+            metadata: RefCell::new(metadata),
+            sessions: RefCell::new(Sessions::new(session_seed)),
+            info,
+            clients: RefCell::new(BTreeMap::new()),
+            next_client_number: Cell::new(1),
+        }
+    }
+
+    /// Creates the root user (id 0, every permission) when no user exists yet; says whether
+    /// it did.
+    pub fn ensure_root_user(&self, username: &str, password_hash: String) -> bool {
+        let mut metadata = self.metadata.borrow_mut();
+        if !metadata.users.is_empty() {
+            return false;
+        }
+        let root = User {
+            id: 0,
+            username: username.to_owned(),
+            password_hash,
+            status: UserStatus::Active,
+            permissions: Some(proto::primitives::Permissions::root()),
+            created_at: now_us(),
+            tokens: BTreeMap::new(),
+        };
+        metadata.users.insert(0, root);
+        metadata.commit = metadata.commit.saturating_add(1);
+        true
+    }
+
+    /// The metadata commit number replies report.
+    pub fn commit_number(&self) -> u64 {
+        self.metadata.borrow().commit
+    }
+
+    /// Registers a new connection and returns its state.
+    pub fn open_connection(&self, address: SocketAddr, transport: TransportKind) -> Connection {
+        let number = self.next_client_number.get();
+        self.next_client_number.set(number.wrapping_add(1).max(1));
+        let record = ClientRecord {
+            address,
+            transport,
+            user_id: None,
+        };
+        self.clients.borrow_mut().insert(number, record);
+        Connection::new(number, address, transport)
+    }
+
+    /// Forgets a closed connection. Its session lives on for a `BIND_SESSION`.
+    pub fn close_connection(&self, connection: &Connection) {
+        self.clients.borrow_mut().remove(&connection.client_number);
+    }
+
+    /// Handles one request frame from `connection`: `header` is the raw 256-byte header
+    /// whose frame prefix the transport checked.
+    // The metadata and data families await journal and log I/O once they are wired in.
+    #[allow(clippy::unused_async)]
     pub async fn handle(
+        &self,
+        connection: &mut Connection,
+        header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> Outcome {
+        let header = match RequestHeader::parse(header, connection.dialect) {
+            Ok(header) => header,
+            Err(error) => {
+                log::warn!(
+                    "client {}: bad request header: {error}",
+                    connection.client_number
+                );
+                let bound = connection.session.is_some();
+                return Outcome::Evict(header_eviction(&error, bound));
+            }
+        };
+        let outcome = self.handle_request(connection, header, body).await;
+        self.note_user(connection);
+        outcome
+    }
+
+    async fn handle_request(
         &self,
         connection: &mut Connection,
         header: &RequestHeader,
         body: &[u8],
     ) -> Outcome {
-        let _ = (connection, header, body);
-        Outcome::Silent
+        let operation = header
+            .operation()
+            .expect("RequestHeader::parse accepts known operations only");
+        let commit = self.commit_number();
+        if operation == Operation::Register {
+            return handler::session::login(self, connection, header, body);
+        }
+        let code = header.code().and_then(CommandCode::from_u32);
+        if connection.session.is_none()
+            && let Some(outcome) = unauthenticated(operation, code, commit)
+        {
+            return outcome;
+        }
+        let Some(code) = code else {
+            return Outcome::refused(operation, ErrorCode::InvalidCommand, commit);
+        };
+        let request = match Request::decode(code, body, connection.dialect) {
+            Ok(request) => request,
+            Err(error) => {
+                log::info!(
+                    "client {}: undecodable {code:?}: {error}",
+                    connection.client_number
+                );
+                return Outcome::refused(operation, error.status(), commit);
+            }
+        };
+        handler::dispatch(self, connection, header, request).await
+    }
+
+    fn note_user(&self, connection: &Connection) {
+        if let Some(record) = self.clients.borrow_mut().get_mut(&connection.client_number) {
+            record.user_id = connection.user_id();
+        }
     }
 }
+
+/// What an unauthenticated connection gets instead of dispatch (§1.9), or `None` for the
+/// codes it may send: `PING` and `BIND_SESSION`.
+fn unauthenticated(
+    operation: Operation,
+    code: Option<CommandCode>,
+    commit: u64,
+) -> Option<Outcome> {
+    match (operation, code) {
+        (Operation::NonReplicated, Some(CommandCode::Ping | CommandCode::BindSession)) => None,
+        (
+            Operation::NonReplicated,
+            Some(CommandCode::LoginUser | CommandCode::LoginWithPersonalAccessToken),
+        ) => Some(Outcome::Evict(EvictionReason::MalformedLogin)),
+        (Operation::NonReplicated, _) => Some(Outcome::refused(
+            operation,
+            ErrorCode::Unauthenticated,
+            commit,
+        )),
+        _ => Some(Outcome::Evict(EvictionReason::NoSession)),
+    }
+}
+
+/// The eviction for a header that fails validation; a replicated request without a session
+/// on an unauthenticated connection is the `NoSession` case of §1.9.
+fn header_eviction(error: &DecodeError, bound: bool) -> EvictionReason {
+    match error.field {
+        "request.operation" => EvictionReason::InvalidRequestOperation,
+        "request.session" | "request.request" if !bound => EvictionReason::NoSession,
+        "request.session" => EvictionReason::SessionTooLow,
+        _ => EvictionReason::InvalidRequestBody,
+    }
+}
+
+/// µs since the Unix epoch; 0 if the clock is before it.
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! Login (`LOGIN_REGISTER` 40, `LOGIN_REGISTER_WITH_PAT` 45), `BIND_SESSION` (15),
+//! `LOGOUT_USER` (39) and the legacy logins 38/44 (PROTOCOL.md §2.2–§2.7).
+//!
+//! A login fixes the connection's dialect from its version prefix before anything else is
+//! read; credentials failures are evictions, as the reference server answers them.
+
+use proto::codec::WireName;
+use proto::commands::Request;
+use proto::commands::session::{BindSecret, BindSession, LoginReply, Secret};
+use proto::dialect::VersionPrefix;
+use proto::header::{EvictionReason, Operation, RequestHeader};
+use proto::{Dialect, ErrorCode};
+
+use super::operation_of;
+use crate::auth;
+use crate::connection::{BoundSession, Connection};
+use crate::metadata::UserStatus;
+use crate::outcome::Outcome;
+use crate::server::{SERVER_VERSION, Server, now_us};
+
+/// The codes of this family that arrive through dispatch (logins come through [`login`]).
+pub(crate) fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let commit = server.commit_number();
+    match request {
+        Request::BindSession(bind) => bind_session(server, connection, &bind),
+        Request::LogoutUser(_) => {
+            if let Some(bound) = connection.session.take() {
+                server.sessions.borrow_mut().end(bound.client_id);
+            }
+            Outcome::ok(Operation::Logout, Vec::new(), commit)
+        }
+        Request::LoginUser(_) | Request::LoginWithPersonalAccessToken(_) => {
+            Outcome::Evict(EvictionReason::MalformedLogin)
+        }
+        _ => Outcome::refused(operation_of(header), ErrorCode::InvalidCommand, commit),
+    }
+}
+
+/// A `Register` request: version gate, credentials, session, then the bound connection.
+pub(crate) fn login(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    body: &[u8],
+) -> Outcome {
+    let Some(version) = VersionPrefix::peek_version(body) else {
+        return evict(
+            connection,
+            EvictionReason::MalformedLogin,
+            "no version prefix",
+        );
+    };
+    let Some(dialect) = Dialect::for_version(version) else {
+        return evict(connection, EvictionReason::IncompatibleProtocol, "version");
+    };
+    let credentials = match Request::decode_register(body, dialect) {
+        Ok(Request::LoginRegister(login)) => {
+            Credentials::Password(login.username, login.password, login.bind_secret)
+        }
+        Ok(Request::LoginRegisterWithPat(login)) => {
+            Credentials::Token(login.token, login.bind_secret)
+        }
+        _ => {
+            return evict(
+                connection,
+                EvictionReason::MalformedLogin,
+                "undecodable body",
+            );
+        }
+    };
+    let (user_id, bind_secret) = match authenticate(server, credentials) {
+        Ok(identity) => identity,
+        Err(Refusal::Evict(reason)) => return evict(connection, reason, "credentials"),
+        Err(Refusal::Code(code)) => {
+            return Outcome::rejected(Operation::Register, code, dialect, server.commit_number());
+        }
+    };
+    let client_id = header.client.get();
+    let record = match server
+        .sessions
+        .borrow_mut()
+        .register(client_id, user_id, bind_secret)
+    {
+        Ok(record) => record,
+        Err(error) => {
+            log::warn!("client {}: register: {error}", connection.client_number);
+            return Outcome::Evict(EvictionReason::SessionError);
+        }
+    };
+    connection.dialect = dialect;
+    connection.session = Some(BoundSession {
+        client_id,
+        session: record.session,
+        user_id,
+    });
+    let reply = login_reply(user_id, record.session, dialect);
+    Outcome::payload(Operation::Register, &reply, dialect, server.commit_number())
+}
+
+enum Credentials {
+    Password(WireName, Secret, BindSecret),
+    Token(Secret, BindSecret),
+}
+
+enum Refusal {
+    Evict(EvictionReason),
+    Code(ErrorCode),
+}
+
+/// The user the credentials prove, with the bind secret to register.
+fn authenticate(server: &Server, credentials: Credentials) -> Result<(u32, BindSecret), Refusal> {
+    let metadata = server.metadata.borrow();
+    let (user, secret) = match credentials {
+        Credentials::Password(username, password, secret) => {
+            let user = metadata
+                .users
+                .values()
+                .find(|user| user.username == username.as_str())
+                .filter(|user| auth::verify_password(&user.password_hash, password.expose()))
+                .ok_or(Refusal::Evict(EvictionReason::InvalidCredentials))?;
+            (user, secret)
+        }
+        Credentials::Token(token, secret) => {
+            let hash = auth::token_hash(token.expose());
+            let (user, token) = metadata
+                .users
+                .values()
+                .find_map(|user| {
+                    let token = user.tokens.values().find(|t| t.token_hash == hash)?;
+                    Some((user, token))
+                })
+                .ok_or(Refusal::Evict(EvictionReason::InvalidToken))?;
+            if token.expiry_at.is_some_and(|expiry| expiry <= now_us()) {
+                return Err(Refusal::Code(ErrorCode::PersonalAccessTokenExpired));
+            }
+            (user, secret)
+        }
+    };
+    if user.status != UserStatus::Active {
+        return Err(Refusal::Evict(EvictionReason::UserInactive));
+    }
+    Ok((user.id, secret))
+}
+
+/// `BIND_SESSION`: re-attaches this connection to a session its client already holds.
+fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession) -> Outcome {
+    let commit = server.commit_number();
+    let Some(dialect) = Dialect::for_version(bind.version.protocol_version) else {
+        return evict(
+            connection,
+            EvictionReason::IncompatibleProtocol,
+            "bind version",
+        );
+    };
+    let record = server
+        .sessions
+        .borrow()
+        .bind(bind.client_id, bind.session, &bind.bind_secret);
+    let Some(record) = record else {
+        return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
+    };
+    connection.dialect = dialect;
+    connection.session = Some(BoundSession {
+        client_id: bind.client_id,
+        session: record.session,
+        user_id: record.user_id,
+    });
+    let reply = login_reply(record.user_id, record.session, dialect);
+    Outcome::payload(Operation::NonReplicated, &reply, dialect, commit)
+}
+
+fn login_reply(user_id: u32, session: u64, dialect: Dialect) -> LoginReply {
+    LoginReply {
+        user_id,
+        session,
+        server_protocol_version: dialect.protocol_version(),
+        server_version: WireName::new(SERVER_VERSION).expect("the version is 1..=255 bytes"),
+    }
+}
+
+fn evict(connection: &Connection, reason: EvictionReason, what: &str) -> Outcome {
+    log::info!(
+        "client {} ({}): login refused ({what}): {reason:?}",
+        connection.client_number,
+        connection.address
+    );
+    Outcome::Evict(reason)
+}

@@ -1,0 +1,306 @@
+//! `Server::handle` end to end on frames: the unauthenticated rules, login, bind, logout and
+//! the system commands a client sends first.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use proto::codec::{WireName, encode_to_vec};
+use proto::codes::CommandCode;
+use proto::commands::session::{BindSecret, BindSession, LoginRegister, LoginReply, Secret};
+use proto::commands::system::ClusterMetadata;
+use proto::commands::{Reply, ReplyOutcome};
+use proto::dialect::{ProtocolVersion, VersionPrefix};
+use proto::header::{EvictionReason, Operation, RequestHeader};
+use proto::{Dialect, ErrorCode};
+use zerocopy::IntoBytes;
+
+use super::{Server, ServerInfo};
+use crate::auth::hash_password;
+use crate::connection::{Connection, TransportKind};
+use crate::metadata::Metadata;
+use crate::outcome::Outcome;
+
+const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
+
+/// Runs a future that never waits on I/O (the handlers of these tests do not).
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+}
+
+fn server() -> Server {
+    let info = ServerInfo {
+        cluster_name: "iggy-cluster".into(),
+        node_name: "iggy-node".into(),
+        node_ip: "127.0.0.1".into(),
+        tcp_port: 8090,
+        started_at_us: 0,
+    };
+    let server = Server::new(info, Metadata::default());
+    assert!(server.ensure_root_user("iggy", hash_password("secret").unwrap()));
+    server
+}
+
+fn open(server: &Server) -> Connection {
+    server.open_connection("127.0.0.1:5000".parse().unwrap(), TransportKind::Tcp)
+}
+
+fn header(operation: Operation, code: CommandCode, body: &[u8], bound: Option<u64>) -> [u8; 256] {
+    let mut header = RequestHeader::new(CLIENT, operation, body.len());
+    if operation == Operation::NonReplicated {
+        header.code = code.as_u32().into();
+    }
+    if let Some(session) = bound {
+        header.session = session.into();
+        header.request = 1.into();
+    }
+    header.as_bytes().try_into().unwrap()
+}
+
+fn send(
+    server: &Server,
+    connection: &mut Connection,
+    operation: Operation,
+    code: CommandCode,
+    body: &[u8],
+) -> Outcome {
+    let bound = connection.session.map(|session| session.session);
+    let frame = header(operation, code, body, bound);
+    block_on(server.handle(connection, &frame, body))
+}
+
+fn login_body(password: &str, dialect: Dialect) -> Vec<u8> {
+    let login = LoginRegister {
+        version: VersionPrefix::rust_sdk(dialect),
+        bind_secret: BindSecret([0xab; 32]),
+        username: WireName::new("iggy").unwrap(),
+        password: Secret::new(password).unwrap(),
+        context: String::new(),
+    };
+    encode_to_vec(&login, dialect)
+}
+
+fn login(server: &Server, connection: &mut Connection) -> LoginReply {
+    let body = login_body("secret", Dialect::V0_12_2);
+    let outcome = send(
+        server,
+        connection,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body,
+    );
+    let Outcome::Reply(reply) = outcome else {
+        panic!("login evicted: {outcome:?}");
+    };
+    let decoded = Reply::decode_body(
+        CommandCode::LoginRegister,
+        Operation::Register,
+        &reply.body,
+        Dialect::V0_12_2,
+    );
+    match decoded.unwrap() {
+        ReplyOutcome::Ok(Reply::LoginRegister(login)) => login,
+        other => panic!("unexpected login reply {other:?}"),
+    }
+}
+
+fn status(outcome: &Outcome) -> u32 {
+    match outcome {
+        Outcome::Reply(reply) => reply.status,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+#[test]
+fn before_login_only_ping_works() {
+    let server = server();
+    let mut connection = open(&server);
+    let ping = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::Ping,
+        &[],
+    );
+    assert_eq!(status(&ping), 0);
+    let streams = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::GetStreams,
+        &[],
+    );
+    assert_eq!(status(&streams), ErrorCode::Unauthenticated.as_u32());
+    let create = send(
+        &server,
+        &mut connection,
+        Operation::CreateStream,
+        CommandCode::CreateStream,
+        &[],
+    );
+    assert_eq!(create, Outcome::Evict(EvictionReason::NoSession));
+    let legacy = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::LoginUser,
+        &[],
+    );
+    assert_eq!(legacy, Outcome::Evict(EvictionReason::MalformedLogin));
+}
+
+#[test]
+fn login_binds_and_retry_keeps_the_session() {
+    let server = server();
+    let mut connection = open(&server);
+    let first = login(&server, &mut connection);
+    assert_eq!(first.user_id, 0);
+    assert_ne!(first.session, 0);
+    assert_eq!(first.server_protocol_version, ProtocolVersion::V0_12_2);
+    let mut other = open(&server);
+    assert_eq!(login(&server, &mut other).session, first.session);
+    let roster = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::GetClusterMetadata,
+        &[],
+    );
+    let Outcome::Reply(reply) = roster else {
+        panic!()
+    };
+    let roster: ClusterMetadata =
+        proto::codec::decode_exact(&reply.body, Dialect::V0_12_2).unwrap();
+    assert_eq!(roster.nodes.len(), 1);
+    assert_eq!(roster.nodes[0].tcp_port, 8090);
+}
+
+#[test]
+fn bad_credentials_and_versions_are_evictions() {
+    let server = server();
+    let mut connection = open(&server);
+    let body = login_body("wrong", Dialect::V0_12_2);
+    let outcome = send(
+        &server,
+        &mut connection,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body,
+    );
+    assert_eq!(outcome, Outcome::Evict(EvictionReason::InvalidCredentials));
+    let mut body = login_body("secret", Dialect::V0_12_2);
+    body[..4].copy_from_slice(&ProtocolVersion::pack(0, 13, 0).0.to_le_bytes());
+    let outcome = send(
+        &server,
+        &mut connection,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body,
+    );
+    assert_eq!(
+        outcome,
+        Outcome::Evict(EvictionReason::IncompatibleProtocol)
+    );
+    let body = login_body("secret", Dialect::V0_12_2);
+    let outcome = send(
+        &server,
+        &mut connection,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body[..6],
+    );
+    assert_eq!(outcome, Outcome::Evict(EvictionReason::MalformedLogin));
+}
+
+#[test]
+fn old_dialect_login_fixes_the_connection_dialect() {
+    let server = server();
+    let mut connection = open(&server);
+    let body = login_body("secret", Dialect::V0_11_0);
+    let outcome = send(
+        &server,
+        &mut connection,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body,
+    );
+    assert!(matches!(outcome, Outcome::Reply(ref reply) if reply.status == 0));
+    assert_eq!(connection.dialect, Dialect::V0_11_0);
+}
+
+#[test]
+fn bind_then_logout() {
+    let server = server();
+    let mut first = open(&server);
+    let session = login(&server, &mut first).session;
+    let bind = BindSession {
+        version: VersionPrefix::rust_sdk(Dialect::V0_12_2),
+        client_id: CLIENT,
+        session,
+        metadata_watermark: 0,
+        bind_secret: BindSecret([0xab; 32]),
+    };
+    let body = encode_to_vec(&bind, Dialect::V0_12_2);
+    let mut second = open(&server);
+    let outcome = send(
+        &server,
+        &mut second,
+        Operation::NonReplicated,
+        CommandCode::BindSession,
+        &body,
+    );
+    assert_eq!(status(&outcome), 0);
+    assert_eq!(second.session.map(|s| s.session), Some(session));
+    let logout = send(
+        &server,
+        &mut second,
+        Operation::Logout,
+        CommandCode::LogoutUser,
+        &[],
+    );
+    assert_eq!(status(&logout), 0);
+    assert!(second.session.is_none());
+    let mut third = open(&server);
+    let again = send(
+        &server,
+        &mut third,
+        Operation::NonReplicated,
+        CommandCode::BindSession,
+        &body,
+    );
+    assert_eq!(status(&again), ErrorCode::Unauthenticated.as_u32());
+}
+
+#[test]
+fn unknown_families_and_bad_bodies_are_invalid_command() {
+    let server = server();
+    let mut connection = open(&server);
+    login(&server, &mut connection);
+    let snapshot = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::GetSnapshotFile,
+        &[1, 1, 100],
+    );
+    assert_eq!(status(&snapshot), ErrorCode::FeatureUnavailable.as_u32());
+    let bad = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        CommandCode::GetClient,
+        &[1],
+    );
+    assert_eq!(status(&bad), ErrorCode::InvalidCommand.as_u32());
+    let frame = header(Operation::NonReplicated, CommandCode::Ping, &[], Some(1));
+    let mut unknown = frame;
+    unknown[196..200].copy_from_slice(&9999u32.to_le_bytes());
+    let outcome = block_on(server.handle(&mut connection, &unknown, &[]));
+    assert_eq!(status(&outcome), ErrorCode::InvalidCommand.as_u32());
+}

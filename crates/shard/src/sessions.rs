@@ -1,0 +1,161 @@
+//! The session table: which logical client (VSR client id) holds which session number, for
+//! which user, proven by which bind secret (PROTOCOL.md §1.7, §2.3, §2.5).
+//!
+//! Session numbers come from one counter that only grows and stays below 2^43 (they are the
+//! high part of idempotent-producer ids). A retried Register of the same client id with the
+//! same bind secret and user gets the session it already has.
+
+use std::collections::HashMap;
+
+use proto::commands::session::BindSecret;
+
+/// Session numbers are below this: `producer_id = session << 20 | index` must fit in u64
+/// with room to spare, and the SDK checks the bound.
+pub const SESSION_LIMIT: u64 = 1 << 43;
+
+/// One live session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub session: u64,
+    pub user_id: u32,
+    pub bind_secret: BindSecret,
+}
+
+/// Why a Register cannot be given a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// The client id already holds a session under another secret or user.
+    #[error("client id already registered with another bind secret or user")]
+    Conflict,
+    /// Every session number below 2^43 has been handed out.
+    #[error("session numbers exhausted")]
+    Exhausted,
+}
+
+/// Every live session, by client id.
+#[derive(Debug)]
+pub struct Sessions {
+    /// The number the next new session gets.
+    next: u64,
+    by_client: HashMap<u128, SessionRecord>,
+}
+
+impl Sessions {
+    /// A table whose first session is `first` (at least 1). Seeding it from the start-up
+    /// time in milliseconds keeps numbers unique across restarts while no journal records
+    /// them.
+    pub fn new(first: u64) -> Self {
+        Self {
+            next: first.clamp(1, SESSION_LIMIT - 1),
+            by_client: HashMap::new(),
+        }
+    }
+
+    /// The session for a Register of `client_id` as `user_id`: the existing one for a retry,
+    /// else a new one.
+    pub fn register(
+        &mut self,
+        client_id: u128,
+        user_id: u32,
+        bind_secret: BindSecret,
+    ) -> Result<SessionRecord, RegisterError> {
+        if let Some(record) = self.by_client.get(&client_id) {
+            let same = record.bind_secret == bind_secret && record.user_id == user_id;
+            return if same {
+                Ok(*record)
+            } else {
+                Err(RegisterError::Conflict)
+            };
+        }
+        if self.next >= SESSION_LIMIT {
+            return Err(RegisterError::Exhausted);
+        }
+        let record = SessionRecord {
+            session: self.next,
+            user_id,
+            bind_secret,
+        };
+        self.next += 1;
+        self.by_client.insert(client_id, record);
+        Ok(record)
+    }
+
+    /// The session `client_id` may re-attach to with `bind_secret`; `session` 0 asks for
+    /// whichever it holds.
+    pub fn bind(
+        &self,
+        client_id: u128,
+        session: u64,
+        bind_secret: &BindSecret,
+    ) -> Option<SessionRecord> {
+        let record = self.by_client.get(&client_id)?;
+        let matches =
+            record.bind_secret == *bind_secret && (session == 0 || session == record.session);
+        matches.then_some(*record)
+    }
+
+    /// Ends the session of `client_id` (logout); a no-op if it holds none.
+    pub fn end(&mut self, client_id: u128) -> Option<SessionRecord> {
+        self.by_client.remove(&client_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_client.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_client.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::commands::session::BindSecret;
+
+    use super::{RegisterError, SESSION_LIMIT, Sessions};
+
+    #[test]
+    fn retry_keeps_session_and_new_client_gets_next() {
+        let mut sessions = Sessions::new(5);
+        let secret = BindSecret([7; 32]);
+        let first = sessions.register(1, 0, secret).unwrap();
+        assert_eq!(first.session, 5);
+        assert_eq!(sessions.register(1, 0, secret).unwrap(), first);
+        assert_eq!(sessions.register(2, 0, secret).unwrap().session, 6);
+        assert_eq!(
+            sessions.register(1, 0, BindSecret([8; 32])),
+            Err(RegisterError::Conflict)
+        );
+        assert_eq!(
+            sessions.register(1, 3, secret),
+            Err(RegisterError::Conflict)
+        );
+    }
+
+    #[test]
+    fn bind_needs_secret_and_matching_session() {
+        let mut sessions = Sessions::new(1);
+        let secret = BindSecret([1; 32]);
+        let record = sessions.register(9, 4, secret).unwrap();
+        assert_eq!(sessions.bind(9, 0, &secret), Some(record));
+        assert_eq!(sessions.bind(9, record.session, &secret), Some(record));
+        assert_eq!(sessions.bind(9, record.session + 1, &secret), None);
+        assert_eq!(sessions.bind(9, 0, &BindSecret([2; 32])), None);
+        assert_eq!(sessions.end(9), Some(record));
+        assert_eq!(sessions.bind(9, 0, &secret), None);
+    }
+
+    #[test]
+    fn numbers_stay_below_the_limit() {
+        let mut sessions = Sessions::new(u64::MAX);
+        let secret = BindSecret::default();
+        assert_eq!(
+            sessions.register(1, 0, secret).unwrap().session,
+            SESSION_LIMIT - 1
+        );
+        assert_eq!(
+            sessions.register(2, 0, secret),
+            Err(RegisterError::Exhausted)
+        );
+    }
+}
