@@ -1,1 +1,202 @@
-fn main() {}
+//! `iggy`: the server binary. It reads the flags and configuration, prepares the data
+//! directory, creates the root user on first boot, binds the listeners and serves one shard
+//! on a compio runtime until SIGINT or SIGTERM.
+
+mod cli;
+mod compose;
+mod config;
+mod logger;
+mod shard_handler;
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use futures_util::future::{Either, select};
+use shard::Server;
+use shard::metadata::Metadata;
+use shard::server::ServerInfo;
+
+use crate::cli::Cli;
+use crate::config::{Config, ConfigError};
+
+/// Linux's SIGTERM number.
+const SIGTERM: i32 = 15;
+/// Characters of a generated root password.
+const ROOT_PASSWORD_LENGTH: usize = 24;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error(transparent)]
+    Cli(#[from] cli::CliError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{action} {path}")]
+    DataDirectory {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("start the compio runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Bind(#[from] compose::BindError),
+    #[error("generate the root password")]
+    Random(#[source] getrandom::Error),
+    #[error(transparent)]
+    Hash(#[from] shard::auth::HashError),
+}
+
+fn main() -> ExitCode {
+    logger::init();
+    match start() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            let mut source = error.source();
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn start() -> Result<(), StartError> {
+    let cli = Cli::parse(std::env::args().skip(1))?;
+    if cli.help {
+        println!("{}", cli::USAGE);
+        return Ok(());
+    }
+    let environment: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| name.starts_with("IGGY_"))
+        .collect();
+    let config_path = cli
+        .config
+        .clone()
+        .or_else(|| environment.get("IGGY_CONFIG_PATH").map(PathBuf::from));
+    let config = Config::load(config_path.as_deref(), &environment)?;
+    prepare_data_directory(&config, cli.fresh)?;
+    let root = root_credentials(&cli, &environment)?;
+    let runtime = compio::runtime::Runtime::new().map_err(StartError::Runtime)?;
+    runtime.block_on(run(config, root))
+}
+
+/// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
+/// configuration.
+fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError> {
+    let path = &config.system_path;
+    let error = |action, path: &Path| {
+        let path = path.to_owned();
+        move |source| StartError::DataDirectory {
+            action,
+            path,
+            source,
+        }
+    };
+    if fresh && path.exists() {
+        std::fs::remove_dir_all(path).map_err(error("wipe", path))?;
+        log::info!("--fresh: wiped {}", path.display());
+    }
+    let runtime = path.join("runtime");
+    std::fs::create_dir_all(&runtime).map_err(error("create", &runtime))?;
+    let effective = runtime.join("current_config.toml");
+    std::fs::write(&effective, config.effective_toml()).map_err(error("write", &effective))?;
+    Ok(())
+}
+
+/// The root user's name and password, and whether the password was generated (and so must
+/// be shown once).
+struct RootCredentials {
+    username: String,
+    password: String,
+    generated: bool,
+}
+
+fn root_credentials(
+    cli: &Cli,
+    environment: &BTreeMap<String, String>,
+) -> Result<RootCredentials, StartError> {
+    let username = environment.get("IGGY_ROOT_USERNAME");
+    let password = environment.get("IGGY_ROOT_PASSWORD");
+    if let (Some(username), Some(password)) = (username, password) {
+        let (username, password) = (username.clone(), password.clone());
+        return Ok(RootCredentials {
+            username,
+            password,
+            generated: false,
+        });
+    }
+    if cli.default_root_credentials {
+        return Ok(RootCredentials {
+            username: "iggy".into(),
+            password: "iggy".into(),
+            generated: false,
+        });
+    }
+    Ok(RootCredentials {
+        username: username.cloned().unwrap_or_else(|| "iggy".into()),
+        password: random_password()?,
+        generated: true,
+    })
+}
+
+fn random_password() -> Result<String, StartError> {
+    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = [0u8; ROOT_PASSWORD_LENGTH];
+    getrandom::fill(&mut bytes).map_err(StartError::Random)?;
+    // 256 = 4 * 62 + 8: the slight bias towards the first 8 letters costs < 0.1 bit each.
+    Ok(bytes
+        .iter()
+        .map(|byte| char::from(ALPHABET[usize::from(*byte) % ALPHABET.len()]))
+        .collect())
+}
+
+async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
+    let listeners = compose::Listeners::bind(&config).await?;
+    let info = ServerInfo {
+        cluster_name: config.cluster_name.clone(),
+        node_name: config.node_name.clone(),
+        node_ip: config.node_ip.clone(),
+        tcp_port: listeners.tcp_port(),
+        started_at_us: shard::server::now_us(),
+    };
+    let server = Rc::new(Server::new(info, Metadata::default()));
+    let hash = shard::auth::hash_password(&root.password)?;
+    if server.ensure_root_user(&root.username, hash) {
+        log::info!("created the root user `{}`", root.username);
+        if root.generated {
+            println!(
+                "Root user `{}` created with password: {}",
+                root.username, root.password
+            );
+        }
+    }
+    listeners.serve(Rc::clone(&server), shutdown_signal()).await;
+    log::info!("stopped");
+    Ok(())
+}
+
+/// Completes on the first SIGINT or SIGTERM. If a handler cannot be installed the server
+/// runs until it is killed, which the log says.
+async fn shutdown_signal() {
+    let interrupt = std::pin::pin!(compio::signal::ctrl_c());
+    let terminate = std::pin::pin!(compio::signal::unix::signal(SIGTERM));
+    let (result, name) = match select(interrupt, terminate).await {
+        Either::Left((result, _)) => (result, "SIGINT"),
+        Either::Right((result, _)) => (result, "SIGTERM"),
+    };
+    match result {
+        Ok(()) => log::info!("{name}: shutting down"),
+        Err(error) => {
+            log::error!("cannot wait for {name}: {error}; stop the server with SIGKILL");
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The server configuration: the embedded `config.toml` as defaults, an optional file over it,
+//! then `IGGY_<SECTION>_<KEY>` environment overrides, then typed validation.
+//!
+//! The default file is the schema: a key it does not have is unknown, and a value must have
+//! the default's TOML type. Every error names the key (or variable) at fault.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+/// The shipped configuration, embedded so the binary runs without it on disk.
+pub(crate) const DEFAULT_CONFIG: &str = include_str!("../config.toml");
+/// Environment variables that are not keys but share the `IGGY_` prefix.
+const NON_KEY_VARIABLES: [&str; 3] = [
+    "IGGY_ROOT_USERNAME",
+    "IGGY_ROOT_PASSWORD",
+    "IGGY_CONFIG_PATH",
+];
+
+/// The effective configuration, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Config {
+    pub(crate) system_path: PathBuf,
+    pub(crate) cpu_allocation: String,
+    pub(crate) pin_cores: bool,
+    pub(crate) memory_pool_enabled: bool,
+    pub(crate) memory_pool_size_bytes: u64,
+    pub(crate) memory_pool_bucket_capacity: u64,
+    pub(crate) tcp_enabled: bool,
+    pub(crate) tcp_address: SocketAddr,
+    pub(crate) tcp_connections_max: usize,
+    pub(crate) frame_size_max_bytes: u32,
+    pub(crate) rebalancing_timeout: Duration,
+    pub(crate) heartbeat_enabled: bool,
+    pub(crate) heartbeat_interval: Duration,
+    pub(crate) cluster_name: String,
+    pub(crate) node_name: String,
+    pub(crate) node_ip: String,
+    /// The merged table, written to `runtime/current_config.toml`.
+    pub(crate) effective: Table,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConfigError {
+    #[error("read config file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parse config file {path}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("unknown config key `{key}`")]
+    UnknownKey { key: String },
+    #[error("unknown config variable `{variable}` (no such key)")]
+    UnknownVariable { variable: String },
+    #[error("invalid value for `{key}`: {reason}")]
+    Invalid { key: String, reason: String },
+}
+
+impl Config {
+    /// Defaults, then `file` if given, then the variables in `environment` (name, value).
+    pub(crate) fn load(
+        file: Option<&Path>,
+        environment: &BTreeMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let mut table = parse(DEFAULT_CONFIG, Path::new("<embedded config.toml>"))?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            let overlay = parse(&text, path)?;
+            merge(&mut table, overlay, "")?;
+        }
+        apply_environment(&mut table, environment)?;
+        Self::from_table(table)
+    }
+
+    fn from_table(table: Table) -> Result<Self, ConfigError> {
+        let view = View(&table);
+        let frame_size = view.size("message_bus.max_message_size")?;
+        Ok(Self {
+            system_path: PathBuf::from(view.string("system.path")?),
+            cpu_allocation: view.string("system.sharding.cpu_allocation")?,
+            pin_cores: view.bool("system.sharding.pin_cores")?,
+            memory_pool_enabled: view.bool("system.memory_pool.enabled")?,
+            memory_pool_size_bytes: view.size("system.memory_pool.size")?,
+            memory_pool_bucket_capacity: view.count("system.memory_pool.bucket_capacity")?,
+            tcp_enabled: view.bool("tcp.enabled")?,
+            tcp_address: view.parsed("tcp.address")?,
+            tcp_connections_max: view.count("tcp.max_connections")?,
+            frame_size_max_bytes: frame_size_max(frame_size)?,
+            rebalancing_timeout: view.duration("consumer_group.rebalancing_timeout")?,
+            heartbeat_enabled: view.bool("heartbeat.enabled")?,
+            heartbeat_interval: view.duration("heartbeat.interval")?,
+            cluster_name: view.string("cluster.name")?,
+            node_name: view.string("cluster.node.name")?,
+            node_ip: view.string("cluster.node.ip")?,
+            effective: table,
+        })
+    }
+
+    /// The effective configuration as TOML text.
+    pub(crate) fn effective_toml(&self) -> String {
+        self.effective.to_string()
+    }
+}
+
+/// A frame must hold a header and fit the wire's `u32` size field.
+fn frame_size_max(bytes: u64) -> Result<u32, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid {
+        key: "message_bus.max_message_size".into(),
+        reason: reason.into(),
+    };
+    let size = u32::try_from(bytes).map_err(|_overflow| invalid("over 4 GiB - 1"))?;
+    if size < 256 {
+        return Err(invalid("below the 256-byte header"));
+    }
+    Ok(size)
+}
+
+fn parse(text: &str, path: &Path) -> Result<Table, ConfigError> {
+    text.parse::<Table>().map_err(|source| ConfigError::Parse {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Lays `overlay` over `base`; every key must exist in `base` with the same type.
+fn merge(base: &mut Table, overlay: Table, prefix: &str) -> Result<(), ConfigError> {
+    for (key, value) in overlay {
+        let path = join(prefix, &key);
+        let Some(slot) = base.get_mut(&key) else {
+            return Err(ConfigError::UnknownKey { key: path });
+        };
+        match (slot, value) {
+            (Value::Table(slot), Value::Table(value)) => merge(slot, value, &path)?,
+            (slot, value) if slot.same_type(&value) => *slot = value,
+            (slot, _) => {
+                let reason = format!("expected a {}", slot.type_str());
+                return Err(ConfigError::Invalid { key: path, reason });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// Every leaf key as (dotted path, `IGGY_…` variable name).
+fn leaves(table: &Table, prefix: &str, out: &mut Vec<(String, String)>) {
+    for (key, value) in table {
+        let path = join(prefix, key);
+        if let Value::Table(table) = value {
+            leaves(table, &path, out);
+        } else {
+            let variable = format!("IGGY_{}", path.replace('.', "_").to_uppercase());
+            out.push((path, variable));
+        }
+    }
+}
+
+/// Applies `IGGY_<SECTION>_<KEY>` variables; an `IGGY_<SECTION>_…` variable that names no
+/// key of a known section is an error, other `IGGY_` variables are not ours to judge.
+fn apply_environment(
+    table: &mut Table,
+    environment: &BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
+    let mut keys = Vec::new();
+    leaves(table, "", &mut keys);
+    let sections: Vec<String> = table
+        .keys()
+        .map(|section| format!("IGGY_{}_", section.to_uppercase()))
+        .collect();
+    for (variable, text) in environment {
+        if NON_KEY_VARIABLES.contains(&variable.as_str()) {
+            continue;
+        }
+        match keys.iter().find(|(_, name)| name == variable) {
+            Some((path, _)) => set_from_text(table, path, text)?,
+            None if sections.iter().any(|section| variable.starts_with(section)) => {
+                let variable = variable.clone();
+                return Err(ConfigError::UnknownVariable { variable });
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Sets the leaf at `path` from text, typed like the value it replaces.
+fn set_from_text(table: &mut Table, path: &str, text: &str) -> Result<(), ConfigError> {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let leaf = parts.pop().unwrap_or_default();
+    let mut current = table;
+    for part in parts {
+        current = match current.get_mut(part) {
+            Some(Value::Table(table)) => table,
+            _ => return Err(ConfigError::UnknownKey { key: path.into() }),
+        };
+    }
+    let slot = current
+        .get_mut(leaf)
+        .ok_or_else(|| ConfigError::UnknownKey { key: path.into() })?;
+    let invalid = |reason: String| ConfigError::Invalid {
+        key: path.into(),
+        reason,
+    };
+    *slot = match slot {
+        Value::String(_) => Value::String(text.to_owned()),
+        Value::Boolean(_) => Value::Boolean(
+            text.parse()
+                .map_err(|_not_bool| invalid(format!("`{text}` is not true or false")))?,
+        ),
+        Value::Integer(_) => Value::Integer(
+            text.parse()
+                .map_err(|_not_integer| invalid(format!("`{text}` is not an integer")))?,
+        ),
+        other => {
+            return Err(invalid(format!(
+                "a {} cannot be set from text",
+                other.type_str()
+            )));
+        }
+    };
+    Ok(())
+}
+
+/// Typed reads of dotted keys, with errors that name the key.
+struct View<'t>(&'t Table);
+
+impl View<'_> {
+    fn value(&self, path: &str) -> Result<&Value, ConfigError> {
+        let mut current = self.0;
+        let mut parts = path.split('.').peekable();
+        while let Some(part) = parts.next() {
+            let value = current
+                .get(part)
+                .ok_or_else(|| ConfigError::UnknownKey { key: path.into() })?;
+            if parts.peek().is_none() {
+                return Ok(value);
+            }
+            current = value
+                .as_table()
+                .ok_or_else(|| ConfigError::UnknownKey { key: path.into() })?;
+        }
+        Err(ConfigError::UnknownKey { key: path.into() })
+    }
+
+    fn invalid(path: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            key: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn string(&self, path: &str) -> Result<String, ConfigError> {
+        self.value(path)?
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| Self::invalid(path, "expected a string"))
+    }
+
+    fn bool(&self, path: &str) -> Result<bool, ConfigError> {
+        self.value(path)?
+            .as_bool()
+            .ok_or_else(|| Self::invalid(path, "expected true or false"))
+    }
+
+    fn count<T: TryFrom<i64>>(&self, path: &str) -> Result<T, ConfigError> {
+        let value = self.value(path)?.as_integer();
+        value
+            .and_then(|value| T::try_from(value).ok())
+            .ok_or_else(|| Self::invalid(path, "expected a non-negative integer in range"))
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, path: &str) -> Result<T, ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        let text = self.string(path)?;
+        text.parse()
+            .map_err(|error: T::Err| Self::invalid(path, format!("`{text}`: {error}")))
+    }
+
+    fn duration(&self, path: &str) -> Result<Duration, ConfigError> {
+        let text = self.string(path)?;
+        humantime::parse_duration(&text)
+            .map_err(|error| Self::invalid(path, format!("`{text}`: {error}")))
+    }
+
+    fn size(&self, path: &str) -> Result<u64, ConfigError> {
+        let text = self.string(path)?;
+        parse_size(&text).ok_or_else(|| {
+            Self::invalid(path, format!("`{text}` is not a size such as \"64 MiB\""))
+        })
+    }
+}
+
+/// Parses "64 MiB", "4 GB", "512 B" or a bare byte count.
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" => 1 << 10,
+        "mb" => 1000 * 1000,
+        "mib" => 1 << 20,
+        "gb" => 1000 * 1000 * 1000,
+        "gib" => 1 << 30,
+        "tb" => 1000 * 1000 * 1000 * 1000,
+        "tib" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,78 @@
+//! Defaults, file overlays, environment overrides and the errors that name the key.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Config, ConfigError, parse_size};
+
+fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+#[test]
+fn defaults() {
+    let config = Config::load(None, &BTreeMap::new()).unwrap();
+    assert_eq!(config.tcp_address, "127.0.0.1:8090".parse().unwrap());
+    assert_eq!(config.system_path.to_str(), Some("local_data"));
+    assert_eq!(config.frame_size_max_bytes, 64 << 20);
+    assert_eq!(config.rebalancing_timeout, Duration::from_secs(30));
+    assert_eq!(config.heartbeat_interval, Duration::from_secs(5));
+    assert_eq!(config.memory_pool_size_bytes, 4 << 30);
+}
+
+#[test]
+fn environment_overrides_nested_keys() {
+    let env = environment(&[
+        ("IGGY_TCP_ADDRESS", "127.0.0.1:9000"),
+        ("IGGY_SYSTEM_MEMORY_POOL_SIZE", "1 MiB"),
+        ("IGGY_TCP_ENABLED", "false"),
+        ("IGGY_ROOT_PASSWORD", "not a key"),
+        ("IGGY_UNRELATED", "ignored"),
+    ]);
+    let config = Config::load(None, &env).unwrap();
+    assert_eq!(config.tcp_address.port(), 9000);
+    assert_eq!(config.memory_pool_size_bytes, 1 << 20);
+    assert!(!config.tcp_enabled);
+    assert!(config.effective_toml().contains("127.0.0.1:9000"));
+}
+
+#[test]
+fn errors_name_the_key() {
+    let error = Config::load(None, &environment(&[("IGGY_TCP_ADRESS", "x")])).unwrap_err();
+    assert!(
+        matches!(error, ConfigError::UnknownVariable { ref variable } if variable == "IGGY_TCP_ADRESS")
+    );
+    let error = Config::load(None, &environment(&[("IGGY_TCP_ADDRESS", "nowhere")])).unwrap_err();
+    assert!(error.to_string().contains("tcp.address"), "{error}");
+    let env = environment(&[("IGGY_HEARTBEAT_INTERVAL", "soon")]);
+    let error = Config::load(None, &env).unwrap_err();
+    assert!(error.to_string().contains("heartbeat.interval"), "{error}");
+}
+
+#[test]
+fn file_overlay_refuses_unknown_and_mistyped_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.toml");
+    std::fs::write(&path, "[tcp]\naddress = \"127.0.0.1:7000\"\n").unwrap();
+    let config = Config::load(Some(&path), &BTreeMap::new()).unwrap();
+    assert_eq!(config.tcp_address.port(), 7000);
+    std::fs::write(&path, "[tcp]\nadress = \"x\"\n").unwrap();
+    let error = Config::load(Some(&path), &BTreeMap::new()).unwrap_err();
+    assert_eq!(error.to_string(), "unknown config key `tcp.adress`");
+    std::fs::write(&path, "[tcp]\nenabled = \"yes\"\n").unwrap();
+    let error = Config::load(Some(&path), &BTreeMap::new()).unwrap_err();
+    assert!(error.to_string().contains("tcp.enabled"), "{error}");
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(parse_size("64 MiB"), Some(64 << 20));
+    assert_eq!(parse_size("4GB"), Some(4_000_000_000));
+    assert_eq!(parse_size("512"), Some(512));
+    assert_eq!(parse_size("1 XB"), None);
+    assert_eq!(parse_size("MiB"), None);
+    assert_eq!(parse_size("99999999999999 TiB"), None);
+}
