@@ -168,6 +168,7 @@ fn source_files(root: &Path) -> Result<Vec<String>, ReadError> {
     let mut dirs = vec![
         root.join("crates"),
         root.join("xtask"),
+        root.join("bin"),
         root.join("fuzz/fuzz_targets"),
     ];
     let compat = root.join("compat");

@@ -42,9 +42,10 @@ fn environment_overrides_nested_keys() {
 #[test]
 fn errors_name_the_key() {
     let error = Config::load(None, &environment(&[("IGGY_TCP_ADRESS", "x")])).unwrap_err();
-    assert!(
-        matches!(error, ConfigError::UnknownVariable { ref variable } if variable == "IGGY_TCP_ADRESS")
-    );
+    let ConfigError::UnknownVariable { variable } = error else {
+        panic!("expected an unknown variable, got {error}");
+    };
+    assert_eq!(variable, "IGGY_TCP_ADRESS");
     let error = Config::load(None, &environment(&[("IGGY_TCP_ADDRESS", "nowhere")])).unwrap_err();
     assert!(error.to_string().contains("tcp.address"), "{error}");
     let env = environment(&[("IGGY_HEARTBEAT_INTERVAL", "soon")]);
