@@ -7,9 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{
-    ConsumerGroup, Metadata, Partition, PersonalAccessToken, Stream, Topic, User,
-};
+use super::model::{ConsumerGroup, Metadata, Partition, PersonalAccessToken, Stream, Topic, User};
 use super::op::MetadataOp;
 
 /// Why an op could not be applied to the current state.
@@ -28,7 +26,10 @@ pub enum ApplyError {
     #[error("{resource} id {id} is already taken")]
     IdTaken { resource: &'static str, id: u32 },
     #[error("{resource} name {name:?} is already taken")]
-    NameTaken { resource: &'static str, name: String },
+    NameTaken {
+        resource: &'static str,
+        name: String,
+    },
     #[error("cannot delete {count} partitions of {existing}")]
     PartitionsUnderflow { count: u32, existing: u32 },
     #[error("partition ids of the topic would exceed u32")]
@@ -373,7 +374,11 @@ fn add_partitions(
     created_at: u64,
     commit: u64,
 ) -> Result<(), ApplyError> {
-    let first = topic.partitions.keys().next_back().map_or(Some(0), |id| id.checked_add(1));
+    let first = topic
+        .partitions
+        .keys()
+        .next_back()
+        .map_or(Some(0), |id| id.checked_add(1));
     let first = first.ok_or(ApplyError::PartitionIdsExhausted)?;
     first
         .checked_add(count)
@@ -408,7 +413,11 @@ fn add_group(topic: &mut Topic, id: u32, name: &str, created_at: u64) -> Result<
             id,
         });
     }
-    check_name_free(topic.groups.values().map(|g| &g.name), name, "consumer group")?;
+    check_name_free(
+        topic.groups.values().map(|g| &g.name),
+        name,
+        "consumer group",
+    )?;
     let group = ConsumerGroup {
         id,
         name: String::from(name),

@@ -74,10 +74,7 @@ pub struct Journal<S: Storage> {
 impl<S: Storage> Journal<S> {
     /// Opens (creating it and its directory if needed) the journal at `path`, returns it
     /// with every op it holds, oldest first, after truncating a torn tail.
-    pub async fn open(
-        storage: &S,
-        path: &Path,
-    ) -> Result<(Self, Vec<MetadataOp>), JournalError> {
+    pub async fn open(storage: &S, path: &Path) -> Result<(Self, Vec<MetadataOp>), JournalError> {
         let io_error = |action| {
             let path = path.to_path_buf();
             move |source| JournalError::Io {
@@ -104,7 +101,9 @@ impl<S: Storage> Journal<S> {
         let (ops, valid_bytes) = replay(&bytes, path)?;
         let length_bytes = u64::try_from(valid_bytes).unwrap_or(u64::MAX);
         if valid_bytes < bytes.len() {
-            file.set_len(length_bytes).await.map_err(io_error("truncate"))?;
+            file.set_len(length_bytes)
+                .await
+                .map_err(io_error("truncate"))?;
             file.sync_data().await.map_err(io_error("sync"))?;
         }
         let journal = Self {

@@ -94,11 +94,11 @@ fn encode_body(op: &MetadataOp, w: &mut Writer<'_>) {
         }
         MetadataOp::CreateTopic { .. }
         | MetadataOp::UpdateTopic { .. }
-        | MetadataOp::DeleteTopic { .. }
-        | MetadataOp::CreatePartitions { .. }
+        | MetadataOp::DeleteTopic { .. } => encode_topic_op(op, w),
+        MetadataOp::CreatePartitions { .. }
         | MetadataOp::DeletePartitions { .. }
         | MetadataOp::CreateConsumerGroup { .. }
-        | MetadataOp::DeleteConsumerGroup { .. } => encode_topic_op(op, w),
+        | MetadataOp::DeleteConsumerGroup { .. } => encode_topic_child_op(op, w),
         MetadataOp::CreateUser { .. }
         | MetadataOp::UpdateUser { .. }
         | MetadataOp::DeleteUser { .. }
@@ -148,6 +148,12 @@ fn encode_topic_op(op: &MetadataOp, w: &mut Writer<'_>) {
             w.u32(*stream_id);
             w.u32(*id);
         }
+        _ => {}
+    }
+}
+
+fn encode_topic_child_op(op: &MetadataOp, w: &mut Writer<'_>) {
+    match op {
         MetadataOp::CreatePartitions {
             stream_id,
             topic_id,
@@ -302,7 +308,11 @@ fn decode_body(r: &mut Reader<'_>) -> Result<MetadataOp, DecodeError> {
     })
 }
 
-fn decode_child_body(r: &mut Reader<'_>, tag: u8, offset: usize) -> Result<MetadataOp, DecodeError> {
+fn decode_child_body(
+    r: &mut Reader<'_>,
+    tag: u8,
+    offset: usize,
+) -> Result<MetadataOp, DecodeError> {
     Ok(match tag {
         tag::CREATE_PARTITIONS => MetadataOp::CreatePartitions {
             stream_id: r.u32("partitions.stream_id")?,
@@ -419,10 +429,15 @@ fn text(w: &mut Writer<'_>, value: &str) {
 }
 
 fn read_text(r: &mut Reader<'_>) -> Result<String, DecodeError> {
-    r.text_u32(LONG_TEXT_LENGTH_MAX, "op.text").map(String::from)
+    r.text_u32(LONG_TEXT_LENGTH_MAX, "op.text")
+        .map(String::from)
 }
 
-fn optional<T: ?Sized>(w: &mut Writer<'_>, value: Option<&T>, encode: impl Fn(&mut Writer<'_>, &T)) {
+fn optional<T: ?Sized>(
+    w: &mut Writer<'_>,
+    value: Option<&T>,
+    encode: impl Fn(&mut Writer<'_>, &T),
+) {
     w.bool(value.is_some());
     if let Some(value) = value {
         encode(w, value);
@@ -433,9 +448,10 @@ fn read_optional<'a, T>(
     r: &mut Reader<'a>,
     decode: impl Fn(&mut Reader<'a>) -> Result<T, DecodeError>,
 ) -> Result<Option<T>, DecodeError> {
-    match r.bool("op.present")? {
-        true => decode(r).map(Some),
-        false => Ok(None),
+    if r.bool("op.present")? {
+        decode(r).map(Some)
+    } else {
+        Ok(None)
     }
 }
 

@@ -341,26 +341,55 @@ pub fn check_update_keys(
 
 /// Every resolved topic setting whose key the client did not set (§4.7, §7.4).
 pub fn topic_derived_options(explicit: &OptionsBlock, settings: &TopicSettings) -> OptionsBlock {
-    let compression = if settings.compression_gzip { "gzip" } else { "none" };
-    let policy = if settings.partitions_fixed { "fixed" } else { "mutable" };
+    let compression = if settings.compression_gzip {
+        "gzip"
+    } else {
+        "none"
+    };
+    let policy = if settings.partitions_fixed {
+        "fixed"
+    } else {
+        "mutable"
+    };
     let entries = [
         ("compression_algorithm", string_entry(compression)),
-        ("message_expiry", TlvEntry::uint64(settings.message_expiry_us.unwrap_or(u64::MAX))),
-        ("max_topic_size", TlvEntry::uint64(settings.max_topic_size_bytes.unwrap_or(u64::MAX))),
-        ("segment_size", TlvEntry::uint64(settings.segment_size_bytes)),
-        ("durability", string_entry(durability_name(settings.durability))),
+        (
+            "message_expiry",
+            TlvEntry::uint64(settings.message_expiry_us.unwrap_or(u64::MAX)),
+        ),
+        (
+            "max_topic_size",
+            TlvEntry::uint64(settings.max_topic_size_bytes.unwrap_or(u64::MAX)),
+        ),
+        (
+            "segment_size",
+            TlvEntry::uint64(settings.segment_size_bytes),
+        ),
+        (
+            "durability",
+            string_entry(durability_name(settings.durability)),
+        ),
         (
             "consumer_offset_durability",
             string_entry(durability_name(settings.consumer_offset_durability)),
         ),
         ("partition_resize_policy", string_entry(policy)),
-        ("messages_required_to_save", TlvEntry::uint32(settings.messages_required_to_save)),
+        (
+            "messages_required_to_save",
+            TlvEntry::uint32(settings.messages_required_to_save),
+        ),
         (
             "size_of_messages_required_to_save",
             TlvEntry::uint64(settings.size_of_messages_required_to_save),
         ),
-        ("preallocate_segments", TlvEntry::boolean(settings.preallocate_segments)),
-        ("replication_factor", TlvEntry::uint32(settings.replication_factor)),
+        (
+            "preallocate_segments",
+            TlvEntry::boolean(settings.preallocate_segments),
+        ),
+        (
+            "replication_factor",
+            TlvEntry::uint32(settings.replication_factor),
+        ),
     ];
     let mut derived = OptionsBlock::default();
     for (key, value) in entries {
@@ -384,59 +413,170 @@ fn string_entry(text: &'static str) -> TlvEntry {
     TlvEntry::string(text).expect("catalog strings are 1..=255 bytes")
 }
 
-/// The `DESCRIBE_OPTIONS` catalog of `scope`, internal keys left out.
+/// The `DESCRIBE_OPTIONS` catalog of `scope`, internal keys left out; topic defaults are
+/// the server's `defaults`.
 pub fn option_descriptors(scope: OptionScope, defaults: &TopicSettings) -> OptionDescriptors {
-    let mut descriptors = Vec::new();
-    let mut push = |key: &str, kind: HeaderKind, flags: u8, default: &[u8], text: &str| {
-        if let Some(key) = WireName::new(key) {
-            descriptors.push(OptionDescriptor {
-                key,
-                kind,
-                flags,
-                default_value: Vec::from(default),
-                description: String::from(text),
-            });
-        }
+    let descriptor = |(key, kind, flags, text): (&str, HeaderKind, u8, &str)| {
+        let default = match scope {
+            OptionScope::Topic => topic_derived_options(&OptionsBlock::default(), defaults)
+                .get(key)
+                .map(|value| value.data.as_bytes().to_vec()),
+            OptionScope::Stream | OptionScope::User => None,
+        };
+        Some(OptionDescriptor {
+            key: WireName::new(key)?,
+            kind,
+            flags,
+            default_value: default.unwrap_or_default(),
+            description: String::from(text),
+        })
     };
-    let derived = topic_derived_options(&OptionsBlock::default(), defaults);
-    let default = |key: &str| derived.get(key).map(|value| value.data.as_bytes().to_vec());
-    match scope {
-        OptionScope::Topic => {
-            push("name", HeaderKind::String, UPDATABLE, &[], "the topic's name");
-            for (key, kind, flags, text) in TOPIC_DESCRIPTIONS {
-                push(key, kind, flags, &default(key).unwrap_or_default(), text);
-            }
-        }
-        OptionScope::Stream => {
-            push("name", HeaderKind::String, UPDATABLE, &[], "the stream's name");
-            let secret = OptionDescriptor::FLAG_SECRET | OptionDescriptor::FLAG_CRITICAL;
-            push("encryption_key", HeaderKind::Raw, secret, &[], "32-byte at-rest key");
-            let read_only = OptionDescriptor::FLAG_READ_ONLY;
-            push("encryption_key_source", HeaderKind::String, read_only, &[], "key source");
-            push("encryption_key_fingerprint", HeaderKind::String, read_only, &[], "key id");
-            push("encryption_kek_fingerprint", HeaderKind::String, read_only, &[], "KEK ids");
-        }
-        OptionScope::User => {
-            push("username", HeaderKind::String, UPDATABLE, &[], "3..=50 bytes");
-            push("status", HeaderKind::String, UPDATABLE, &[], "active or inactive");
-        }
-    }
-    OptionDescriptors(descriptors)
+    let entries: &[(&str, HeaderKind, u8, &str)] = match scope {
+        OptionScope::Topic => &TOPIC_DESCRIPTIONS,
+        OptionScope::Stream => &STREAM_DESCRIPTIONS,
+        OptionScope::User => &USER_DESCRIPTIONS,
+    };
+    OptionDescriptors(entries.iter().copied().filter_map(descriptor).collect())
 }
+
+const SECRET: u8 = OptionDescriptor::FLAG_SECRET | OptionDescriptor::FLAG_CRITICAL;
+const READ_ONLY: u8 = OptionDescriptor::FLAG_READ_ONLY;
+
+const STREAM_DESCRIPTIONS: [(&str, HeaderKind, u8, &str); 5] = [
+    ("name", HeaderKind::String, UPDATABLE, "the stream's name"),
+    (
+        "encryption_key",
+        HeaderKind::Raw,
+        SECRET,
+        "32-byte at-rest key",
+    ),
+    (
+        "encryption_key_source",
+        HeaderKind::String,
+        READ_ONLY,
+        "stream, server or none",
+    ),
+    (
+        "encryption_key_fingerprint",
+        HeaderKind::String,
+        READ_ONLY,
+        "16 hex chars",
+    ),
+    (
+        "encryption_kek_fingerprint",
+        HeaderKind::String,
+        READ_ONLY,
+        "KEK fingerprints",
+    ),
+];
+
+const USER_DESCRIPTIONS: [(&str, HeaderKind, u8, &str); 2] = [
+    ("username", HeaderKind::String, UPDATABLE, "3..=50 bytes"),
+    (
+        "status",
+        HeaderKind::String,
+        UPDATABLE,
+        "active or inactive",
+    ),
+];
 
 const UPDATABLE: u8 = OptionDescriptor::FLAG_UPDATABLE;
 const RESETTABLE: u8 = OptionDescriptor::FLAG_UPDATABLE | OptionDescriptor::FLAG_RESETTABLE;
 
-const TOPIC_DESCRIPTIONS: [(&str, HeaderKind, u8, &str); 11] = [
-    ("compression_algorithm", HeaderKind::String, 0, "none or gzip"),
-    ("message_expiry", HeaderKind::Uint64, RESETTABLE, "µs; 0 = default, max = never"),
-    ("max_topic_size", HeaderKind::Uint64, RESETTABLE, "bytes; 0 = default, max = unlimited"),
-    ("segment_size", HeaderKind::Uint64, 0, "bytes, 1 MiB..=1 GiB, multiple of 512"),
-    ("durability", HeaderKind::String, 0, "replicated or persisted"),
-    ("consumer_offset_durability", HeaderKind::String, 0, "replicated or persisted"),
-    ("partition_resize_policy", HeaderKind::String, 0, "mutable or fixed"),
-    ("messages_required_to_save", HeaderKind::Uint32, 0, "1..=16777216"),
-    ("size_of_messages_required_to_save", HeaderKind::Uint64, 0, "bytes, at most 1 GiB"),
-    ("preallocate_segments", HeaderKind::Bool, 0, "reserve segment files up front"),
-    ("replication_factor", HeaderKind::Uint32, 0, "copies of each partition"),
+const TOPIC_DESCRIPTIONS: [(&str, HeaderKind, u8, &str); 12] = [
+    ("name", HeaderKind::String, UPDATABLE, "the topic's name"),
+    (
+        "compression_algorithm",
+        HeaderKind::String,
+        0,
+        "none or gzip",
+    ),
+    (
+        "message_expiry",
+        HeaderKind::Uint64,
+        RESETTABLE,
+        "µs; 0 = default, max = never",
+    ),
+    (
+        "max_topic_size",
+        HeaderKind::Uint64,
+        RESETTABLE,
+        "bytes; 0 = default, max = unlimited",
+    ),
+    (
+        "segment_size",
+        HeaderKind::Uint64,
+        0,
+        "bytes, 1 MiB..=1 GiB, multiple of 512",
+    ),
+    (
+        "durability",
+        HeaderKind::String,
+        0,
+        "replicated or persisted",
+    ),
+    (
+        "consumer_offset_durability",
+        HeaderKind::String,
+        0,
+        "replicated or persisted",
+    ),
+    (
+        "partition_resize_policy",
+        HeaderKind::String,
+        0,
+        "mutable or fixed",
+    ),
+    (
+        "messages_required_to_save",
+        HeaderKind::Uint32,
+        0,
+        "1..=16777216",
+    ),
+    (
+        "size_of_messages_required_to_save",
+        HeaderKind::Uint64,
+        0,
+        "bytes, at most 1 GiB",
+    ),
+    (
+        "preallocate_segments",
+        HeaderKind::Bool,
+        0,
+        "reserve segment files up front",
+    ),
+    (
+        "replication_factor",
+        HeaderKind::Uint32,
+        0,
+        "copies of each partition",
+    ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_describes_every_public_key_with_its_default() {
+        let defaults = TopicSettings::default();
+        let topic = option_descriptors(OptionScope::Topic, &defaults).0;
+        assert_eq!(topic.len(), 12);
+        let expiry = topic
+            .iter()
+            .find(|d| d.key.as_str() == "message_expiry")
+            .unwrap();
+        assert_eq!(expiry.default_value, [0xff; 8]);
+        assert_eq!(expiry.flags, RESETTABLE);
+        let durability = topic
+            .iter()
+            .find(|d| d.key.as_str() == "durability")
+            .unwrap();
+        assert_eq!(durability.default_value, b"replicated");
+        assert_eq!(
+            option_descriptors(OptionScope::Stream, &defaults).0.len(),
+            5
+        );
+        assert_eq!(option_descriptors(OptionScope::User, &defaults).0.len(), 2);
+    }
+}

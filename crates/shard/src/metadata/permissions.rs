@@ -46,37 +46,37 @@ fn topic(
         .is_some_and(test)
 }
 
-/// GET_STATS, GET_CLIENT(S), GET_SNAPSHOT_FILE.
+/// `GET_STATS`, `GET_CLIENT(S)`, `GET_SNAPSHOT_FILE`.
 pub fn can_read_server(user: &User) -> bool {
     global(user, |g| g.manage_servers || g.read_servers)
 }
 
-/// GET_USER(S).
+/// `GET_USER(S)`.
 pub fn can_read_users(user: &User) -> bool {
     global(user, |g| g.manage_users || g.read_users)
 }
 
-/// CREATE/DELETE/UPDATE user, UPDATE_PERMISSIONS.
+/// CREATE/DELETE/UPDATE user, `UPDATE_PERMISSIONS`.
 pub fn can_manage_users(user: &User) -> bool {
     global(user, |g| g.manage_users)
 }
 
-/// CHANGE_PASSWORD: one's own always, another's with `manage_users`.
+/// `CHANGE_PASSWORD`: one's own always, another's with `manage_users`.
 pub fn can_change_password(user: &User, target_user_id: u32) -> bool {
     user.id == target_user_id || can_manage_users(user)
 }
 
-/// GET_STREAMS.
+/// `GET_STREAMS`.
 pub fn can_list_streams(user: &User) -> bool {
     global(user, |g| g.manage_streams || g.read_streams)
 }
 
-/// GET_STREAM.
+/// `GET_STREAM`.
 pub fn can_read_stream(user: &User, stream_id: u32) -> bool {
     can_list_streams(user) || stream(user, stream_id, |s| s.manage_stream || s.read_stream)
 }
 
-/// CREATE_STREAM.
+/// `CREATE_STREAM`.
 pub fn can_create_stream(user: &User) -> bool {
     global(user, |g| g.manage_streams)
 }
@@ -86,7 +86,7 @@ pub fn can_manage_stream(user: &User, stream_id: u32) -> bool {
     can_create_stream(user) || stream(user, stream_id, |s| s.manage_stream)
 }
 
-/// GET_TOPICS and the consumer-group commands (600–606): stream-level read.
+/// `GET_TOPICS` and the consumer-group commands (600–606): stream-level read.
 pub fn can_read_topics(user: &User, stream_id: u32) -> bool {
     global(user, |g| {
         g.read_streams || g.manage_streams || g.manage_topics || g.read_topics
@@ -95,10 +95,12 @@ pub fn can_read_topics(user: &User, stream_id: u32) -> bool {
     })
 }
 
-/// GET_TOPIC: stream-level read or the topic's own read flags.
+/// `GET_TOPIC`: stream-level read or the topic's own read flags.
 pub fn can_read_topic(user: &User, stream_id: u32, topic_id: u32) -> bool {
     can_read_topics(user, stream_id)
-        || topic(user, stream_id, topic_id, |t| t.manage_topic || t.read_topic)
+        || topic(user, stream_id, topic_id, |t| {
+            t.manage_topic || t.read_topic
+        })
 }
 
 /// Consumer-group commands (600–606).
@@ -106,13 +108,13 @@ pub fn can_use_groups(user: &User, stream_id: u32, topic_id: u32) -> bool {
     can_read_topic(user, stream_id, topic_id)
 }
 
-/// CREATE_TOPIC.
+/// `CREATE_TOPIC`.
 pub fn can_create_topic(user: &User, stream_id: u32) -> bool {
     global(user, |g| g.manage_streams || g.manage_topics)
         || stream(user, stream_id, |s| s.manage_stream || s.manage_topics)
 }
 
-/// DELETE/UPDATE topic, CREATE/DELETE_PARTITIONS, DELETE_SEGMENTS (and the 0.11.0 purge).
+/// DELETE/UPDATE topic, CREATE/`DELETE_PARTITIONS`, `DELETE_SEGMENTS` (and the 0.11.0 purge).
 pub fn can_manage_topic(user: &User, stream_id: u32, topic_id: u32) -> bool {
     can_create_topic(user, stream_id) || topic(user, stream_id, topic_id, |t| t.manage_topic)
 }
@@ -128,16 +130,18 @@ pub fn can_poll(user: &User, stream_id: u32, topic_id: u32) -> bool {
     })
 }
 
-/// SEND_MESSAGES.
+/// `SEND_MESSAGES`.
 pub fn can_send(user: &User, stream_id: u32, topic_id: u32) -> bool {
-    global(user, |g| g.send_messages || g.manage_streams || g.manage_topics)
-        || stream(user, stream_id, |s| {
-            s.manage_stream || s.manage_topics || s.send_messages
-        })
-        || topic(user, stream_id, topic_id, |t| t.manage_topic || t.send_messages)
+    global(user, |g| {
+        g.send_messages || g.manage_streams || g.manage_topics
+    }) || stream(user, stream_id, |s| {
+        s.manage_stream || s.manage_topics || s.send_messages
+    }) || topic(user, stream_id, topic_id, |t| {
+        t.manage_topic || t.send_messages
+    })
 }
 
-/// GET_PARTITION_ROUTE: whoever may send to or poll the topic.
+/// `GET_PARTITION_ROUTE`: whoever may send to or poll the topic.
 pub fn can_route(user: &User, stream_id: u32, topic_id: u32) -> bool {
     can_send(user, stream_id, topic_id) || can_poll(user, stream_id, topic_id)
 }

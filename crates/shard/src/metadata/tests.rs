@@ -89,15 +89,21 @@ fn status() -> impl Strategy<Value = UserStatus> {
 fn stream_op() -> impl Strategy<Value = MetadataOp> {
     let id = 0_u32..4;
     prop_oneof![
-        (id.clone(), name(), any::<u64>(), options()).prop_map(|(id, name, created_at, options)| {
-            MetadataOp::CreateStream {
-                id,
-                name,
-                created_at,
-                options,
+        (id.clone(), name(), any::<u64>(), options()).prop_map(
+            |(id, name, created_at, options)| {
+                MetadataOp::CreateStream {
+                    id,
+                    name,
+                    created_at,
+                    options,
+                }
             }
-        }),
-        (id.clone(), proptest::option::of(name()), proptest::option::of(options()))
+        ),
+        (
+            id.clone(),
+            proptest::option::of(name()),
+            proptest::option::of(options())
+        )
             .prop_map(|(id, name, options)| MetadataOp::UpdateStream { id, name, options }),
         id.prop_map(|id| MetadataOp::DeleteStream { id }),
     ]
@@ -106,19 +112,28 @@ fn stream_op() -> impl Strategy<Value = MetadataOp> {
 fn topic_op() -> impl Strategy<Value = MetadataOp> {
     let id = 0_u32..4;
     prop_oneof![
-        (id.clone(), id.clone(), name(), any::<u64>(), 0_u32..4, options(), settings()).prop_map(
-            |(stream_id, id, name, created_at, partitions_count, options, settings)| {
-                MetadataOp::CreateTopic {
-                    stream_id,
-                    id,
-                    name,
-                    created_at,
-                    partitions_count,
-                    options,
-                    settings,
+        (
+            id.clone(),
+            id.clone(),
+            name(),
+            any::<u64>(),
+            0_u32..4,
+            options(),
+            settings()
+        )
+            .prop_map(
+                |(stream_id, id, name, created_at, partitions_count, options, settings)| {
+                    MetadataOp::CreateTopic {
+                        stream_id,
+                        id,
+                        name,
+                        created_at,
+                        partitions_count,
+                        options,
+                        settings,
+                    }
                 }
-            }
-        ),
+            ),
         (
             id.clone(),
             id.clone(),
@@ -179,42 +194,57 @@ fn topic_child_op() -> impl Strategy<Value = MetadataOp> {
 fn user_op() -> impl Strategy<Value = MetadataOp> {
     let id = 0_u32..4;
     prop_oneof![
-        (id.clone(), name(), name(), status(), permissions(), any::<u64>()).prop_map(
-            |(id, username, password_hash, status, permissions, created_at)| {
-                MetadataOp::CreateUser {
-                    id,
-                    username,
-                    password_hash,
-                    status,
-                    permissions,
-                    created_at,
+        (
+            id.clone(),
+            name(),
+            name(),
+            status(),
+            permissions(),
+            any::<u64>()
+        )
+            .prop_map(
+                |(id, username, password_hash, status, permissions, created_at)| {
+                    MetadataOp::CreateUser {
+                        id,
+                        username,
+                        password_hash,
+                        status,
+                        permissions,
+                        created_at,
+                    }
                 }
-            }
-        ),
-        (id.clone(), proptest::option::of(name()), proptest::option::of(status())).prop_map(
-            |(id, username, status)| MetadataOp::UpdateUser {
+            ),
+        (
+            id.clone(),
+            proptest::option::of(name()),
+            proptest::option::of(status())
+        )
+            .prop_map(|(id, username, status)| MetadataOp::UpdateUser {
                 id,
                 username,
                 status,
-            }
-        ),
+            }),
         id.clone().prop_map(|id| MetadataOp::DeleteUser { id }),
         (id.clone(), name())
             .prop_map(|(id, password_hash)| MetadataOp::ChangePassword { id, password_hash }),
         (id.clone(), permissions())
             .prop_map(|(id, permissions)| MetadataOp::UpdatePermissions { id, permissions }),
-        (id.clone(), name(), name(), proptest::option::of(any::<u64>())).prop_map(
-            |(user_id, name, token_hash, expiry_at)| MetadataOp::CreatePersonalAccessToken {
-                user_id,
-                name,
-                token_hash,
-                expiry_at,
-            }
-        ),
-        (id, name()).prop_map(|(user_id, name)| MetadataOp::DeletePersonalAccessToken {
-            user_id,
-            name
-        }),
+        (
+            id.clone(),
+            name(),
+            name(),
+            proptest::option::of(any::<u64>())
+        )
+            .prop_map(|(user_id, name, token_hash, expiry_at)| {
+                MetadataOp::CreatePersonalAccessToken {
+                    user_id,
+                    name,
+                    token_hash,
+                    expiry_at,
+                }
+            }),
+        (id, name())
+            .prop_map(|(user_id, name)| MetadataOp::DeletePersonalAccessToken { user_id, name }),
     ]
 }
 
@@ -316,7 +346,11 @@ fn partitions_are_dense_and_carry_their_creating_commit() {
     let (metadata, results) = apply_all(&sample_ops());
     assert!(results.iter().all(Result::is_ok));
     let topic = &metadata.streams[&0].topics[&0];
-    let incarnations: Vec<_> = topic.partitions.values().map(|p| (p.id, p.incarnation)).collect();
+    let incarnations: Vec<_> = topic
+        .partitions
+        .values()
+        .map(|p| (p.id, p.incarnation))
+        .collect();
     assert_eq!(incarnations, [(0, 2), (1, 2), (2, 3)]);
     assert_eq!(metadata.commit, 3);
 }
@@ -330,7 +364,11 @@ fn deleting_partitions_removes_the_highest_ids() {
         count: 2,
     });
     let (metadata, _) = apply_all(&ops);
-    let ids: Vec<_> = metadata.streams[&0].topics[&0].partitions.keys().copied().collect();
+    let ids: Vec<_> = metadata.streams[&0].topics[&0]
+        .partitions
+        .keys()
+        .copied()
+        .collect();
     assert_eq!(ids, [0]);
     let mut too_many = metadata.clone();
     let op = MetadataOp::DeletePartitions {
@@ -365,7 +403,10 @@ fn torn_tails_are_truncated_at_every_byte_of_the_last_entry() {
 #[test]
 fn a_flipped_bit_ends_the_replay_at_that_entry() {
     let ops = sample_ops();
-    let whole: Vec<u8> = ops.iter().flat_map(|op| encode_entry(op).unwrap()).collect();
+    let whole: Vec<u8> = ops
+        .iter()
+        .flat_map(|op| encode_entry(op).unwrap())
+        .collect();
     let second = encode_entry(&ops[0]).unwrap().len();
     for bit in 0..8 {
         let mut corrupt = whole.clone();
@@ -383,7 +424,10 @@ fn an_entry_that_checks_out_but_does_not_decode_is_an_error() {
     entry.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
     entry.extend_from_slice(&body);
     let error = replay(&entry, Path::new(JOURNAL)).unwrap_err();
-    assert!(matches!(error, JournalError::Undecodable { position: 0, .. }));
+    assert!(matches!(
+        error,
+        JournalError::Undecodable { position: 0, .. }
+    ));
 }
 
 #[test]
@@ -396,5 +440,8 @@ fn a_failed_sync_closes_the_journal() {
     });
     let op = &sample_ops()[0];
     assert!(ready(journal.append(op)).is_err());
-    assert!(matches!(ready(journal.append(op)), Err(JournalError::Failed { .. })));
+    assert!(matches!(
+        ready(journal.append(op)),
+        Err(JournalError::Failed { .. })
+    ));
 }

@@ -16,9 +16,7 @@ mod users;
 #[cfg(test)]
 mod tests;
 
-pub use streams::{
-    STREAMS_MAX, create_stream, delete_stream, update_stream_legacy,
-};
+pub use streams::{STREAMS_MAX, create_stream, delete_stream, update_stream_legacy};
 pub use tokens::{
     TOKEN_NAME_LENGTH, TOKENS_PER_USER_MAX, create_token, delete_token, token_expiry_at,
 };
@@ -28,6 +26,6 @@ pub use topics::{
 };
 pub use update::update_resource;
 pub use users::{
-    PASSWORD_LENGTH, USERNAME_LENGTH, change_password, create_user, delete_user, root_user, update_permissions,
-    update_user_legacy,
+    PASSWORD_LENGTH, USERNAME_LENGTH, change_password, create_user, delete_user, root_user,
+    update_permissions, update_user_legacy,
 };

@@ -42,9 +42,8 @@ pub fn create_token(
 /// fit is refused with `56`.
 pub fn token_expiry_at(expiry: u64, now_micros: u64) -> Result<Option<u64>, ErrorCode> {
     match expiry {
-        CreatePersonalAccessToken::EXPIRY_SERVER_DEFAULT | CreatePersonalAccessToken::EXPIRY_NEVER => {
-            Ok(None)
-        }
+        CreatePersonalAccessToken::EXPIRY_SERVER_DEFAULT
+        | CreatePersonalAccessToken::EXPIRY_NEVER => Ok(None),
         relative => now_micros
             .checked_add(relative)
             .map(Some)

@@ -6,8 +6,8 @@ use proto::ErrorCode;
 use proto::commands::groups::{CreateConsumerGroup, DeleteConsumerGroup};
 use proto::commands::legacy::UpdateTopic;
 use proto::commands::partitions::{CreatePartitions, DeletePartitions};
-use proto::commands::topics::{CreateTopic, DeleteTopic, PARTITIONS_PER_TOPIC_MAX};
 use proto::commands::topics::TOPICS_PER_STREAM_MAX;
+use proto::commands::topics::{CreateTopic, DeleteTopic, PARTITIONS_PER_TOPIC_MAX};
 
 use crate::metadata::options::{patch_topic_options, resolve_topic_options};
 use crate::metadata::permissions::{can_create_topic, can_manage_topic, can_use_groups, require};
@@ -205,7 +205,11 @@ pub fn delete_consumer_group(
     })
 }
 
-fn check_topic_name_free(stream: &Stream, name: &str, except: Option<u32>) -> Result<(), ErrorCode> {
+fn check_topic_name_free(
+    stream: &Stream,
+    name: &str,
+    except: Option<u32>,
+) -> Result<(), ErrorCode> {
     let taken = stream
         .topics
         .values()

@@ -9,8 +9,8 @@ use super::streams::rename_stream;
 use super::topics::update_topic_op;
 use super::users::update_user_op;
 use crate::metadata::options::{check_update_keys, patch_topic_options, update_name};
-use crate::metadata::permissions::{can_manage_stream, can_manage_topic, can_manage_users};
 use crate::metadata::permissions::require;
+use crate::metadata::permissions::{can_manage_stream, can_manage_topic, can_manage_users};
 use crate::metadata::{Metadata, MetadataOp, TopicSettings, User, UserStatus};
 
 /// Turns a patch into the op that applies it; see the module doc for the keys.
@@ -52,7 +52,11 @@ pub fn update_resource(
             require(can_manage_users(actor))?;
             let user = metadata.user(user_id)?;
             check_update_keys(OptionScope::User, &request.options, reset)?;
-            let username = request.options.get("username").map(update_name).transpose()?;
+            let username = request
+                .options
+                .get("username")
+                .map(update_name)
+                .transpose()?;
             let status = request.options.get("status").map(user_status).transpose()?;
             update_user_op(metadata, user, username.as_deref(), status)
         }

@@ -5,6 +5,7 @@
 //! hashing is slow and random, so it never runs for a request that will be refused.
 
 use proto::ErrorCode;
+use proto::codec::WireName;
 use proto::commands::legacy::UpdateUser;
 use proto::commands::users::{
     ChangePassword, CreateUser, DeleteUser, UpdatePermissions, UserStatus as WireStatus,
@@ -13,9 +14,7 @@ use proto::primitives::Permissions;
 
 use crate::metadata::auth::verify_password;
 use crate::metadata::options::check_user_create_options;
-use crate::metadata::permissions::{
-    ROOT_USER_ID, can_change_password, can_manage_users, require,
-};
+use crate::metadata::permissions::{ROOT_USER_ID, can_change_password, can_manage_users, require};
 use crate::metadata::resolve::lowest_free_id;
 use crate::metadata::{Metadata, MetadataOp, User, UserStatus};
 
@@ -126,7 +125,7 @@ pub fn update_user_legacy(
         None => None,
         Some(byte) => Some(WireStatus::from_u8(byte).ok_or(ErrorCode::InvalidUserStatus)?),
     };
-    let username = request.username.as_ref().map(|name| name.as_str());
+    let username = request.username.as_ref().map(WireName::as_str);
     update_user_op(metadata, user, username, status.map(UserStatus::from))
 }
 
@@ -150,7 +149,11 @@ pub(super) fn update_user_op(
     })
 }
 
-fn check_username(metadata: &Metadata, username: &str, except: Option<u32>) -> Result<(), ErrorCode> {
+fn check_username(
+    metadata: &Metadata,
+    username: &str,
+    except: Option<u32>,
+) -> Result<(), ErrorCode> {
     if !USERNAME_LENGTH.contains(&username.len()) {
         return Err(ErrorCode::InvalidUsername);
     }
