@@ -132,8 +132,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let Some(key) = group else {
             return Ok(0);
         };
-        self.with_group(key, |group| group.check_owner(client_id, partition_id, now_us))
-            .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
+        self.with_group(key, |group| {
+            group.check_owner(client_id, partition_id, now_us)
+        })
+        .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
     }
 
     /// Runs a fetch: parks until `min_count` messages over all sections are there, the wait

@@ -297,12 +297,17 @@ impl GroupRuntime {
             .map(|(client_id, member)| (member.slot, *client_id))
             .collect();
         by_slot.sort_unstable();
-        let members: Vec<u128> = by_slot.into_iter().map(|(_, client_id)| client_id).collect();
+        let members: Vec<u128> = by_slot
+            .into_iter()
+            .map(|(_, client_id)| client_id)
+            .collect();
         let target = assign(&members, &self.partitions);
         let mut owners = BTreeMap::new();
         for (partition, to) in target {
             let ownership = match self.owners.get(&partition) {
-                Some(current) if current.owner != to && self.members.contains_key(&current.owner) => {
+                Some(current)
+                    if current.owner != to && self.members.contains_key(&current.owner) =>
+                {
                     let since_us = match current.revoking {
                         Some(revocation) if revocation.to == to => revocation.since_us,
                         _ => now_us,
@@ -329,9 +334,15 @@ impl GroupRuntime {
             return;
         }
         let owned: Vec<u32> = self.owners.keys().copied().collect();
-        assert_eq!(owned, self.partitions, "every partition has exactly one owner");
+        assert_eq!(
+            owned, self.partitions,
+            "every partition has exactly one owner"
+        );
         for ownership in self.owners.values() {
-            assert!(self.members.contains_key(&ownership.owner), "owner is a member");
+            assert!(
+                self.members.contains_key(&ownership.owner),
+                "owner is a member"
+            );
             if let Some(revocation) = ownership.revoking {
                 assert!(self.members.contains_key(&revocation.to));
                 assert_ne!(revocation.to, ownership.owner);

@@ -85,7 +85,10 @@ fn slots_are_the_lowest_free_and_leave_refuses_strangers() {
         .map(|member| (member.client_id, member.slot))
         .collect();
     assert_eq!(slots, vec![(1, 0), (4, 1), (3, 2)]);
-    assert_eq!(group.leave(9, 0), Err(ErrorCode::ConsumerGroupMemberNotFound));
+    assert_eq!(
+        group.leave(9, 0),
+        Err(ErrorCode::ConsumerGroupMemberNotFound)
+    );
 }
 
 #[derive(Debug, Clone)]

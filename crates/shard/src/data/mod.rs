@@ -32,9 +32,7 @@ pub use poll::{
 pub use producers::{Admission, PRODUCERS_MAX, ProducerTable};
 pub use resolve::{consumer_slot, offset_owner, resolve_group, resolve_topic};
 pub use send::SendPlan;
-pub use signal::{
-    Cancel, Notified, Notify, Race, Receiver, Sender, Waiting, oneshot, race,
-};
+pub use signal::{Cancel, Notified, Notify, Race, Receiver, Sender, Waiting, oneshot, race};
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -181,7 +179,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// Closes every partition cleanly (shutdown).
     pub async fn close(&self) -> Result<(), DataError> {
         let entries: Vec<(PartitionKey, Entry)> =
-            std::mem::take(&mut *self.partitions.borrow_mut()).into_iter().collect();
+            std::mem::take(&mut *self.partitions.borrow_mut())
+                .into_iter()
+                .collect();
         let mut first_error = None;
         for (key, entry) in entries {
             if let Err(source) = entry.handle.close(false).await {
@@ -242,7 +242,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// Runs `f` on the group's runtime, if the group is known.
-    pub fn with_group<T>(&self, key: GroupKey, f: impl FnOnce(&mut GroupRuntime) -> T) -> Option<T> {
+    pub fn with_group<T>(
+        &self,
+        key: GroupKey,
+        f: impl FnOnce(&mut GroupRuntime) -> T,
+    ) -> Option<T> {
         self.groups.borrow_mut().get_mut(&key).map(f)
     }
 
@@ -280,7 +284,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let partitions = self.partitions.borrow();
             partitions
                 .iter()
-                .filter(|(key, entry)| wanted.get(key).is_none_or(|(inc, _)| *inc != entry.incarnation))
+                .filter(|(key, entry)| {
+                    wanted
+                        .get(key)
+                        .is_none_or(|(inc, _)| *inc != entry.incarnation)
+                })
                 .map(|(key, entry)| (*key, entry.handle.clone()))
                 .collect()
         };
@@ -298,9 +306,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let handle = PartitionHandle::open(self.storage.clone(), spec)
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
-            self.partitions
-                .borrow_mut()
-                .insert(key, Entry { incarnation, handle });
+            self.partitions.borrow_mut().insert(
+                key,
+                Entry {
+                    incarnation,
+                    handle,
+                },
+            );
         }
         self.reconcile_groups(metadata);
         Ok(())

@@ -70,7 +70,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         Ok(target)
     }
 
-    pub async fn store_offset(&self, request: &OffsetRequest, offset: u64) -> Result<(), DataError> {
+    pub async fn store_offset(
+        &self,
+        request: &OffsetRequest,
+        offset: u64,
+    ) -> Result<(), DataError> {
         request
             .handle
             .store_offset(request.owner, offset)

@@ -229,7 +229,10 @@ impl PartitionHandle {
     /// Every stored offset.
     pub fn stored_offsets(&self) -> Vec<(OffsetOwner, u64)> {
         let offsets = self.shared.offsets.borrow();
-        offsets.iter().map(|(owner, offset)| (*owner, *offset)).collect()
+        offsets
+            .iter()
+            .map(|(owner, offset)| (*owner, *offset))
+            .collect()
     }
 
     /// Completes after the next append round (for parked polls).
@@ -269,7 +272,11 @@ impl PartitionHandle {
         .await
     }
 
-    pub async fn store_offset(&self, owner: OffsetOwner, offset: u64) -> Result<(), PartitionError> {
+    pub async fn store_offset(
+        &self,
+        owner: OffsetOwner,
+        offset: u64,
+    ) -> Result<(), PartitionError> {
         self.call(|reply| Job::StoreOffset {
             owner,
             offset,
@@ -392,12 +399,13 @@ impl<S: Storage + Clone + 'static> Task<S> {
         }
         let needs_sync = round.iter().any(|pending| pending.needs_sync);
         let mut failure = None;
-        if needs_sync && let Some(log) = self.log.as_mut() {
-            if let Err(error) = log.sync().await {
-                let error = Arc::new(error);
-                self.poison = Some(Arc::clone(&error));
-                failure = Some(error);
-            }
+        if needs_sync
+            && let Some(log) = self.log.as_mut()
+            && let Err(error) = log.sync().await
+        {
+            let error = Arc::new(error);
+            self.poison = Some(Arc::clone(&error));
+            failure = Some(error);
         }
         if let Some(log) = &self.log {
             self.shared.stats.set(PartitionStats::of(log));
@@ -448,7 +456,11 @@ impl<S: Storage + Clone + 'static> Task<S> {
         false
     }
 
-    async fn store_offset(&mut self, owner: OffsetOwner, offset: u64) -> Result<(), PartitionError> {
+    async fn store_offset(
+        &mut self,
+        owner: OffsetOwner,
+        offset: u64,
+    ) -> Result<(), PartitionError> {
         self.offsets
             .store(owner, offset, self.spec.offsets_durability)
             .await
@@ -536,4 +548,4 @@ fn refuse(job: Job) {
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]
-mod tests;
+pub(crate) mod tests;

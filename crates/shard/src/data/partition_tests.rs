@@ -62,7 +62,10 @@ fn concurrent_persisted_appends_are_dense_and_share_syncs() {
             offsets.push(task.await.unwrap().unwrap().base_offset);
         }
         offsets.sort_unstable();
-        assert_eq!(offsets, (0..16).map(|index| index * 2).collect::<Vec<u64>>());
+        assert_eq!(
+            offsets,
+            (0..16).map(|index| index * 2).collect::<Vec<u64>>()
+        );
         let syncs = storage.syncs() - before;
         assert!(syncs < 16, "{syncs} syncs for 16 appends");
         let stats = handle.stats();
@@ -88,7 +91,10 @@ fn offsets_purge_and_reopen_on_files() {
             .await
             .unwrap();
         handle.append(batch(3, None), 1, None).await.unwrap();
-        handle.store_offset(OffsetOwner::Consumer(1), 2).await.unwrap();
+        handle
+            .store_offset(OffsetOwner::Consumer(1), 2)
+            .await
+            .unwrap();
         assert_eq!(handle.stored_offset(OffsetOwner::Consumer(1)), Some(2));
         handle.close(false).await.unwrap();
 
@@ -98,11 +104,20 @@ fn offsets_purge_and_reopen_on_files() {
         assert_eq!(handle.stored_offset(OffsetOwner::Consumer(1)), Some(2));
         assert_eq!(handle.stats().messages_count, 3);
         handle.purge().await.unwrap();
-        assert_eq!(handle.stats(), PartitionStats::of_empty());
+        let stats = handle.stats();
+        assert_eq!(
+            (stats.messages_count, stats.next_offset, stats.size_bytes),
+            (0, 0, 0)
+        );
         assert_eq!(handle.stored_offsets(), vec![]);
         let appended = handle.append(batch(1, None), 2, None).await.unwrap();
         assert_eq!(appended.base_offset, 0);
-        assert!(!handle.delete_offset(OffsetOwner::Consumer(1)).await.unwrap());
+        assert!(
+            !handle
+                .delete_offset(OffsetOwner::Consumer(1))
+                .await
+                .unwrap()
+        );
         handle.close(true).await.unwrap();
         assert!(!directory.exists());
     });
@@ -145,12 +160,6 @@ fn producer_retransmission_is_confirmed_once() {
             Err(PartitionError::Producer(ErrorCode::ProducerUnknown))
         ));
     });
-}
-
-impl PartitionStats {
-    fn of_empty() -> Self {
-        Self::default()
-    }
 }
 
 /// A fresh directory under the system temp directory.

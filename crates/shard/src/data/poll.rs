@@ -4,15 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use proto::Dialect;
 use proto::ErrorCode;
 use proto::codec::encode_to_vec;
-use proto::commands::messages::{
-    PolledMessages, poll_head_length,
-};
+use proto::commands::messages::{PolledMessages, poll_head_length};
 use proto::commands::poll_selector::PollSelector;
 use proto::header::PartitionContext;
 use proto::primitives::{ConsumerKind, PollingKind, PollingStrategy};
-use proto::Dialect;
 use segment::log::{ReadStart, Records};
 use segment::offsets::OffsetOwner;
 use segment::storage::Storage;
@@ -160,7 +158,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 };
                 self.check_group_poll(key, partition_id, request)?
             }
-            None if request.dialect == Dialect::V0_12_2 && request.context.owner_generation != 0 => {
+            None if request.dialect == Dialect::V0_12_2
+                && request.context.owner_generation != 0 =>
+            {
                 return Err(ErrorCode::ConsumerGroupPartitionNotOwned.into());
             }
             None => 0,
@@ -172,7 +172,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         };
         let mut plan = self.plan_read(metadata, topic, key, request.context.incarnation)?;
         let owner = offset_owner(topic, &selector.consumer)?;
-        plan.start = read_start(selector.strategy, selector.count, plan.handle.stored_offset(owner));
+        plan.start = read_start(
+            selector.strategy,
+            selector.count,
+            plan.handle.stored_offset(owner),
+        );
         plan.count = selector.count;
         plan.max_bytes = request
             .max_bytes
@@ -270,7 +274,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 }
 
-pub(super) async fn read(plan: &PollPlan, count: u32, max_bytes: u64) -> Result<Records, DataError> {
+pub(super) async fn read(
+    plan: &PollPlan,
+    count: u32,
+    max_bytes: u64,
+) -> Result<Records, DataError> {
     if count == 0 {
         return Ok(Records::default());
     }

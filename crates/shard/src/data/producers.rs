@@ -34,7 +34,9 @@ struct ProducerState {
 pub enum Admission {
     Append,
     /// An exact retransmission of the last appended batch: confirm it again.
-    Duplicate { base_offset: u64 },
+    Duplicate {
+        base_offset: u64,
+    },
 }
 
 /// The producers of one partition.
