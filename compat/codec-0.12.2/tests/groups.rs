@@ -1,7 +1,8 @@
 //! Consumer group commands 600–606: the requests the SDK encodes decode with
 //! `proto::commands::groups`; group details (plain for `GET_CONSUMER_GROUP`, behind a result
 //! section for `CREATE_CONSUMER_GROUP`), the group list, the sync assignment and the empty
-//! delete/join/leave replies decode with the SDK.
+//! delete/join/leave replies decode with the SDK. The commands are identical in both dialects,
+//! so `codec-0.11.0/tests/groups.rs` is a link to this file.
 
 mod common;
 

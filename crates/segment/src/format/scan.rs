@@ -61,18 +61,35 @@ impl Scan {
 
 /// Scans `log`, the bytes of a segment that starts at `start_offset`.
 pub fn scan(log: &[u8], start_offset: u64) -> Scan {
-    let mut scan = Scan {
-        start_offset,
-        records: Vec::new(),
-        valid_length: 0,
-        next_offset: start_offset,
-        last_timestamp: 0,
-        stop: StopReason::End,
-    };
-    let mut rest = log;
+    let mut scan = Scan::new(start_offset);
+    scan_more(&mut scan, log);
+    scan
+}
+
+impl Scan {
+    /// A scan of an empty segment starting at `start_offset`, to continue with
+    /// [`scan_more`].
+    pub fn new(start_offset: u64) -> Self {
+        Self {
+            start_offset,
+            records: Vec::new(),
+            valid_length: 0,
+            next_offset: start_offset,
+            last_timestamp: 0,
+            stop: StopReason::End,
+        }
+    }
+}
+
+/// Continues `scan` over `bytes`, which start at its `valid_length` in the segment: lets a
+/// caller scan a large segment in bounded chunks. A record cut by the end of the chunk stops
+/// the scan as `Torn`, with `needed` saying how many bytes the next chunk must hold.
+pub fn scan_more(scan: &mut Scan, bytes: &[u8]) {
+    scan.stop = StopReason::End;
+    let mut rest = bytes;
     while !rest.is_empty() {
         let position = scan.valid_length;
-        match next_record(rest, position, &scan) {
+        match next_record(rest, position, scan) {
             Ok((record, remaining)) => {
                 scan.valid_length = position + u64::from(record.length);
                 scan.next_offset += u64::from(record.message_count);
@@ -86,7 +103,6 @@ pub fn scan(log: &[u8], start_offset: u64) -> Scan {
             }
         }
     }
-    scan
 }
 
 fn next_record<'a>(

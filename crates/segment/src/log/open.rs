@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::format::index::{IndexEntry, parse_indexes};
 use crate::format::parse_segment_stem;
-use crate::format::scan::{Scan, StopReason, scan};
+use crate::format::scan::{Scan, StopReason, scan, scan_more};
 use crate::format::state::{PartitionState, RESERVATION_STEP};
 use crate::layout::{SegmentPaths, state_path};
 use crate::storage::{Storage, StorageFile, read_all};
@@ -148,8 +148,7 @@ async fn recover_segment<S: Storage>(
     let (entries, next_offset, last_timestamp, size_bytes) = if let Some(found) = trusted {
         found
     } else {
-        let bytes = read_all(&log).await.map_err(io("read", &paths.log))?;
-        let scanned = scan(&bytes, start_offset);
+        let scanned = scan_file(&log, &paths.log, start_offset, size, SCAN_CHUNK_BYTES).await?;
         cut_tail(&log, &paths, size, &scanned, report).await?;
         let entries: Vec<IndexEntry> = scanned.entries().collect();
         (
@@ -214,6 +213,41 @@ async fn trusted_tail<F: StorageFile>(
     let whole = scanned.stop == StopReason::End && scanned.records.len() == 1;
     let matches = record.entry.timestamp == last.timestamp;
     (whole && matches).then(|| (entries.to_vec(), scanned.next_offset, last.timestamp, size))
+}
+
+/// Bytes read per step when scanning a segment, so recovery never holds a whole segment (up
+/// to 1 GiB) in memory; a larger record is read whole.
+const SCAN_CHUNK_BYTES: u64 = 16 << 20;
+
+/// Scans a whole `.log` in chunks.
+pub(crate) async fn scan_file<F: StorageFile>(
+    log: &F,
+    path: &Path,
+    start_offset: u64,
+    size: u64,
+    chunk_bytes: u64,
+) -> Result<Scan, OpenError> {
+    let mut scanned = Scan::new(start_offset);
+    let mut want = chunk_bytes;
+    while scanned.valid_length < size {
+        let remaining = size - scanned.valid_length;
+        let length = usize::try_from(want.min(remaining)).unwrap_or(usize::MAX);
+        let bytes = crate::storage::read_exact_at(log, scanned.valid_length, length)
+            .await
+            .map_err(io("read", path))?;
+        scan_more(&mut scanned, &bytes);
+        let left = size - scanned.valid_length;
+        match scanned.stop {
+            StopReason::End => want = chunk_bytes,
+            // The record at the chunk's end is whole in the file: read again from its start,
+            // with room for all of it. A record longer than what is left is a torn tail.
+            StopReason::Torn { needed, .. } if needed <= left => {
+                want = needed.max(chunk_bytes);
+            }
+            _ => break,
+        }
+    }
+    Ok(scanned)
 }
 
 /// Truncates the log after its valid prefix and records the cut.

@@ -11,6 +11,7 @@ use proto::batch::{Batch, Integrity, OutgoingMessage, Records as RecordIter, enc
 
 use super::*;
 use crate::format::scan::StopReason;
+use crate::storage::Storage;
 use crate::storage::memory::{CrashMode, MemoryStorage};
 
 /// Runs a future whose every await completes at once (the memory storage never waits).
@@ -295,4 +296,47 @@ fn appends_refuse_misnumbered_frames() {
         Err(AppendError::OffsetDelta { index: 1, found: 5 })
     ));
     assert!(Batch::parse(&batch(1, b"y"), Dialect::V0_12_2, Integrity::Full, 0).is_ok());
+}
+
+#[test]
+fn chunked_scans_match_a_whole_scan_at_every_chunk_size() {
+    let storage = MemoryStorage::new();
+    let bytes = three_records(&storage);
+    let whole = crate::format::scan::scan(&bytes, 0);
+    let path = log_path(0);
+    let file = run(storage.open(&path, false)).unwrap();
+    for chunk in [
+        1,
+        7,
+        100,
+        300,
+        400,
+        u64::try_from(bytes.len()).unwrap(),
+        1 << 20,
+    ] {
+        let chunked = run(open::scan_file(
+            &file,
+            &path,
+            0,
+            u64::try_from(bytes.len()).unwrap(),
+            chunk,
+        ))
+        .unwrap();
+        assert_eq!(chunked, whole, "chunk {chunk}");
+    }
+    for cut in [1, 255, 300, bytes.len() - 1] {
+        storage.replace(&path, bytes[..cut].to_vec());
+        let file = run(storage.open(&path, false)).unwrap();
+        let expected = crate::format::scan::scan(&bytes[..cut], 0);
+        let chunked = run(open::scan_file(
+            &file,
+            &path,
+            0,
+            u64::try_from(cut).unwrap(),
+            100,
+        ))
+        .unwrap();
+        assert_eq!(chunked.valid_length, expected.valid_length, "cut {cut}");
+        assert_eq!(chunked.records, expected.records, "cut {cut}");
+    }
 }
