@@ -45,13 +45,24 @@ pub(crate) async fn handle(
                 .map(|groups| encode_to_vec(&groups, dialect))
         }
         Request::CreateConsumerGroup(create) => {
-            create_group(server, &create.stream_id, &create.topic_id, &create.name, dialect)
-                .await
+            create_group(
+                server,
+                &create.stream_id,
+                &create.topic_id,
+                &create.name,
+                dialect,
+            )
+            .await
         }
         Request::DeleteConsumerGroup(delete) => {
             let key = {
                 let metadata = server.metadata.borrow();
-                group_key(&metadata, &delete.stream_id, &delete.topic_id, &delete.group_id)
+                group_key(
+                    &metadata,
+                    &delete.stream_id,
+                    &delete.topic_id,
+                    &delete.group_id,
+                )
             };
             match key.and_then(|key| key) {
                 Ok(key) => {
@@ -81,7 +92,12 @@ pub(crate) async fn handle(
         Request::LeaveConsumerGroup(leave) => {
             let key = {
                 let metadata = server.metadata.borrow();
-                group_key(&metadata, &leave.stream_id, &leave.topic_id, &leave.group_id)
+                group_key(
+                    &metadata,
+                    &leave.stream_id,
+                    &leave.topic_id,
+                    &leave.group_id,
+                )
             };
             key.and_then(|key| key).and_then(|key| {
                 server
@@ -135,14 +151,16 @@ fn group_key(
         .ok_or(ErrorCode::ConsumerGroupIdNotFound))
 }
 
-fn details(
-    metadata: &Metadata,
-    data: &DataPlane,
-    key: GroupKey,
-) -> Option<ConsumerGroupDetails> {
-    let topic = metadata.streams.get(&key.stream_id)?.topics.get(&key.topic_id)?;
+fn details(metadata: &Metadata, data: &DataPlane, key: GroupKey) -> Option<ConsumerGroupDetails> {
+    let topic = metadata
+        .streams
+        .get(&key.stream_id)?
+        .topics
+        .get(&key.topic_id)?;
     let group = topic.groups.get(&key.group_id)?;
-    let members = data.with_group(key, |runtime| runtime.members()).unwrap_or_default();
+    let members = data
+        .with_group(key, |runtime| runtime.members())
+        .unwrap_or_default();
     Some(ConsumerGroupDetails {
         group: ConsumerGroupResponse {
             id: group.id,
@@ -192,7 +210,11 @@ async fn create_group(
     let op = {
         let metadata = server.metadata.borrow();
         let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
-        if topic.groups.values().any(|group| group.name == name.as_str()) {
+        if topic
+            .groups
+            .values()
+            .any(|group| group.name == name.as_str())
+        {
             return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
         }
         MetadataOp::CreateConsumerGroup {
@@ -203,7 +225,13 @@ async fn create_group(
             created_at: now_us(),
         }
     };
-    let MetadataOp::CreateConsumerGroup { stream_id, topic_id, id, .. } = op else {
+    let MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id,
+        id,
+        ..
+    } = op
+    else {
         return Err(ErrorCode::Error);
     };
     server.commit(op.clone()).await?;

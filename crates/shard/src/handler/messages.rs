@@ -25,7 +25,9 @@ const POLL_BYTES_DEFAULT: u64 = 16 << 20;
 pub(crate) fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
 }
 
 pub(crate) async fn handle(
@@ -53,7 +55,11 @@ pub(crate) async fn handle(
                 Ok(plan) => plan,
                 Err(code) => return Outcome::refused(operation, code, commit),
             };
-            match server.data.send(&plan, send.batch.as_bytes().to_vec(), now_us()).await {
+            match server
+                .data
+                .send(&plan, send.batch.as_bytes().to_vec(), now_us())
+                .await
+            {
                 Ok(confirmations) => {
                     Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit)
                 }
@@ -86,7 +92,9 @@ pub(crate) async fn handle(
         Request::FetchMessages(fetch) => {
             let plan = {
                 let metadata = server.metadata.borrow();
-                server.data.plan_fetch(&metadata, &fetch, client_id, now_us())
+                server
+                    .data
+                    .plan_fetch(&metadata, &fetch, client_id, now_us())
             };
             let plan = match plan {
                 Ok(plan) => plan,
@@ -124,7 +132,10 @@ async fn poll(
     let polled = match wait {
         Some((min_count, wait_us)) => {
             let cancel = Cancel::new();
-            server.data.poll_deferred(&plan, min_count, wait_us, &cancel).await
+            server
+                .data
+                .poll_deferred(&plan, min_count, wait_us, &cancel)
+                .await
         }
         None => server.data.poll(&plan).await,
     };

@@ -23,7 +23,9 @@ pub(crate) async fn handle(
     let dialect = connection.dialect;
     match request {
         Request::GetConsumerOffset(get) => {
-            let found = server.data.get_offset(&server.metadata.borrow(), &get.selector);
+            let found = server
+                .data
+                .get_offset(&server.metadata.borrow(), &get.selector);
             match found {
                 Ok(Some(offset)) => Outcome::ok(operation, encode_to_vec(&offset, dialect), commit),
                 Ok(None) => Outcome::ok(operation, Vec::new(), commit),
