@@ -76,6 +76,26 @@ pub(crate) async fn handle(
                 Err(code) => Err(code),
             }
         }
+        request @ (Request::JoinConsumerGroup(_)
+        | Request::LeaveConsumerGroup(_)
+        | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, dialect, now),
+        _ => Err(ErrorCode::InvalidCommand),
+    };
+    match result {
+        Ok(body) => Outcome::ok(operation, body, commit),
+        Err(code) => Outcome::refused(operation, code, commit),
+    }
+}
+
+/// `JOIN` (604), `LEAVE` (605) and `SYNC` (606): the caller's membership.
+fn membership(
+    server: &Server,
+    request: Request<'_>,
+    client_id: u128,
+    dialect: Dialect,
+    now: u64,
+) -> Result<Vec<u8>, ErrorCode> {
+    match request {
         Request::JoinConsumerGroup(join) => {
             let key = {
                 let metadata = server.metadata.borrow();
@@ -126,10 +146,6 @@ pub(crate) async fn handle(
             })
         }
         _ => Err(ErrorCode::InvalidCommand),
-    };
-    match result {
-        Ok(body) => Outcome::ok(operation, body, commit),
-        Err(code) => Outcome::refused(operation, code, commit),
     }
 }
 

@@ -47,24 +47,15 @@ pub(crate) async fn handle(
     let dialect = connection.dialect;
     match request {
         Request::SendMessages(send) => {
-            let plan = {
-                let metadata = server.metadata.borrow();
-                server.data.plan_send(&metadata, &send, context.incarnation)
-            };
-            let plan = match plan {
-                Ok(plan) => plan,
-                Err(code) => return Outcome::refused(operation, code, commit),
-            };
-            match server
-                .data
-                .send(&plan, send.batch.as_bytes().to_vec(), now_us())
-                .await
-            {
-                Ok(confirmations) => {
-                    Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit)
-                }
-                Err(error) => Outcome::refused(operation, error.code(), commit),
-            }
+            send_messages(
+                server,
+                operation,
+                commit,
+                &send,
+                context.incarnation,
+                dialect,
+            )
+            .await
         }
         Request::PollMessages(selector) => {
             let request = PollRequest {
@@ -106,6 +97,33 @@ pub(crate) async fn handle(
             }
         }
         _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+    }
+}
+
+/// `SEND_MESSAGES` (101): plan, append, confirm.
+async fn send_messages(
+    server: &Server,
+    operation: Operation,
+    commit: u64,
+    send: &proto::commands::messages::SendMessages<'_>,
+    incarnation: u64,
+    dialect: proto::Dialect,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server.data.plan_send(&metadata, send, incarnation)
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(code) => return Outcome::refused(operation, code, commit),
+    };
+    match server
+        .data
+        .send(&plan, send.batch.as_bytes().to_vec(), now_us())
+        .await
+    {
+        Ok(confirmations) => Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit),
+        Err(error) => Outcome::refused(operation, error.code(), commit),
     }
 }
 
