@@ -62,7 +62,8 @@ struct Settings {
     directory: PathBuf,
     bytes: u64,
     runs: usize,
-    output: PathBuf,
+    /// Where the JSON goes; `None` in a smoke test.
+    output: Option<PathBuf>,
 }
 
 /// One scenario's medians.
@@ -199,13 +200,23 @@ impl Settings {
             .map_or_else(|| PathBuf::from("target"), Path::to_path_buf);
         let directory = std::env::var_os("SEGMENT_BENCH_DIR")
             .map_or_else(|| target.join("bench-tmp"), PathBuf::from);
+        // `cargo bench` passes `--bench`; without it (`cargo test --benches`) the bench is a
+        // smoke test: one small run, and the JSON of the last real run is kept.
+        if !std::env::args().any(|argument| argument == "--bench") {
+            return Ok(Self {
+                directory,
+                bytes: 1,
+                runs: 1,
+                output: None,
+            });
+        }
         Ok(Self {
             directory,
             bytes: setting("SEGMENT_BENCH_BYTES")?.unwrap_or(BYTES_DEFAULT),
             runs: setting("SEGMENT_BENCH_RUNS")?.map_or(RUNS_DEFAULT, |runs: u64| {
                 usize::try_from(runs.max(1)).unwrap_or(RUNS_DEFAULT)
             }),
-            output: target.join("segment-bench.json"),
+            output: Some(target.join("segment-bench.json")),
         })
     }
 }
@@ -436,8 +447,10 @@ fn write_json(
         );
     }
     json.push_str("  ]\n}\n");
-    std::fs::write(&settings.output, json).map_err(io_error("write", &settings.output))?;
-    println!("written to {}", settings.output.display());
+    if let Some(output) = &settings.output {
+        std::fs::write(output, json).map_err(io_error("write", output))?;
+        println!("written to {}", output.display());
+    }
     Ok(())
 }
 
