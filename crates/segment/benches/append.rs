@@ -14,8 +14,9 @@
 //!
 //! Settings come from the environment: `SEGMENT_BENCH_DIR` (default `target/bench-tmp`; it
 //! must be a real disk, not a tmpfs), `SEGMENT_BENCH_BYTES` per measurement (default
-//! 512 MiB) and `SEGMENT_BENCH_RUNS` (default 5; each figure is the median, and each run
-//! interleaves scenarios and alternates which side goes first). Files are deleted after each
+//! 512 MiB) and `SEGMENT_BENCH_RUNS` (default 5). Each run interleaves the scenarios and
+//! alternates which side goes first; MB/s figures are medians over runs, and the ratio is the
+//! median of the runs' back-to-back writer / raw ratios. Files are deleted after each
 //! measurement. The table is printed and written as JSON to `target/segment-bench.json`.
 
 use std::fmt::Write as _;
@@ -72,6 +73,10 @@ struct Row {
     raw: String,
     writer_mb_per_s: f64,
     raw_mb_per_s: f64,
+    /// The median of the runs' writer / raw ratios, and their range.
+    ratio: f64,
+    ratio_min: f64,
+    ratio_max: f64,
     target: Option<f64>,
 }
 
@@ -181,12 +186,21 @@ fn measure_all(
     let rows = scenarios
         .iter()
         .zip(raw.into_iter().zip(writer))
-        .map(|(scenario, (raw, writer))| Row {
-            scenario: scenario.name,
-            raw: scenario.raw.describe(),
-            writer_mb_per_s: median(writer),
-            raw_mb_per_s: median(raw),
-            target: scenario.target,
+        .map(|(scenario, (raw, writer))| {
+            // Each run's pair was measured back to back, so its ratio cancels the drift
+            // between runs that a ratio of medians would keep.
+            let ratios = writer.iter().zip(&raw).map(|(writer, raw)| writer / raw);
+            let ratios: Vec<f64> = ratios.collect();
+            Row {
+                scenario: scenario.name,
+                raw: scenario.raw.describe(),
+                ratio_min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                ratio_max: ratios.iter().copied().fold(0.0, f64::max),
+                ratio: median(ratios),
+                writer_mb_per_s: median(writer),
+                raw_mb_per_s: median(raw),
+                target: scenario.target,
+            }
         })
         .collect();
     Ok(rows)
@@ -399,19 +413,21 @@ fn print_table(settings: &Settings, record_bytes: usize, rows: &[Row]) {
         settings.directory.display()
     );
     println!(
-        "{:<18} | {:>8} | {:>8} | {:>6} | {:>6} | raw pattern",
-        "scenario", "MB/s", "raw MB/s", "ratio", "target"
+        "{:<18} | {:>8} | {:>8} | {:>6} | {:>11} | {:>6} | raw pattern",
+        "scenario", "MB/s", "raw MB/s", "ratio", "ratio range", "target"
     );
     for row in rows {
         let target = row
             .target
             .map_or_else(|| "-".to_owned(), |target| format!(">={target:.2}"));
         println!(
-            "{:<18} | {:>8.0} | {:>8.0} | {:>6.2} | {:>6} | {}",
+            "{:<18} | {:>8.0} | {:>8.0} | {:>6.2} | {:>4.2} - {:>4.2} | {:>6} | {}",
             row.scenario,
             row.writer_mb_per_s,
             row.raw_mb_per_s,
-            row.writer_mb_per_s / row.raw_mb_per_s,
+            row.ratio,
+            row.ratio_min,
+            row.ratio_max,
             target,
             row.raw
         );
@@ -438,11 +454,14 @@ fn write_json(
         let _ = writeln!(
             json,
             "    {{\"scenario\": \"{}\", \"mb_per_s\": {:.1}, \"raw_mb_per_s\": {:.1}, \
-             \"ratio\": {:.3}, \"target\": {target}, \"raw\": \"{}\"}}{separator}",
+             \"ratio\": {:.3}, \"ratio_min\": {:.3}, \"ratio_max\": {:.3}, \
+             \"target\": {target}, \"raw\": \"{}\"}}{separator}",
             row.scenario,
             row.writer_mb_per_s,
             row.raw_mb_per_s,
-            row.writer_mb_per_s / row.raw_mb_per_s,
+            row.ratio,
+            row.ratio_min,
+            row.ratio_max,
             row.raw
         );
     }
