@@ -13,8 +13,8 @@
 //! - after a failed group sync the writer is poisoned: what the kernel held may be gone while
 //!   the page cache says clean (a retried fdatasync would succeed and lie), so every later
 //!   append and the close fail, and the log is never marked cleanly closed;
-//! - requests are appended in channel order, so offsets are dense in acknowledgement order
-//!   within a round.
+//! - requests are appended in channel order, one at a time, so offsets are dense and follow
+//!   that order.
 
 use std::sync::Arc;
 
