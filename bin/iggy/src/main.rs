@@ -48,7 +48,7 @@ enum StartError {
     #[error("generate the root password")]
     Random(#[source] getrandom::Error),
     #[error(transparent)]
-    Hash(#[from] shard::auth::HashError),
+    Hash(#[from] shard::metadata::auth::CredentialError),
 }
 
 fn main() -> ExitCode {
@@ -168,7 +168,7 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
         started_at_us: shard::server::now_us(),
     };
     let server = Rc::new(Server::new(info, Metadata::default()));
-    let hash = shard::auth::hash_password(&root.password)?;
+    let hash = shard::metadata::auth::hash_password(&root.password)?;
     if server.ensure_root_user(&root.username, hash) {
         log::info!("created the root user `{}`", root.username);
         if root.generated {

@@ -3,7 +3,8 @@
 //!
 //! Layering: [`format`] is the byte format as plain functions (no I/O); [`storage`] is the
 //! I/O boundary (a file-system trait with in-memory, compio and io-uring backends); the log
-//! itself drives the format through a storage.
+//! itself drives the format through a storage, and [`writer`] (feature `compio`) runs it as a
+//! task that gives concurrent appenders group commit.
 
 extern crate alloc;
 
@@ -12,3 +13,5 @@ pub mod layout;
 pub mod log;
 pub mod offsets;
 pub mod storage;
+#[cfg(feature = "compio")]
+pub mod writer;

@@ -7,8 +7,8 @@
 //! [`metadata::Metadata::apply`], so a replicated log can later take the journal's place
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
-pub mod auth;
 pub mod connection;
+pub mod data;
 pub mod handler;
 pub mod metadata;
 pub mod outcome;

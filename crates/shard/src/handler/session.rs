@@ -12,9 +12,7 @@ use proto::header::{EvictionReason, Operation, RequestHeader};
 use proto::{Dialect, ErrorCode};
 
 use super::operation_of;
-use crate::auth;
 use crate::connection::{BoundSession, Connection};
-use crate::metadata::UserStatus;
 use crate::outcome::Outcome;
 use crate::server::{SERVER_VERSION, Server, now_us};
 
@@ -116,35 +114,22 @@ enum Refusal {
 fn authenticate(server: &Server, credentials: Credentials) -> Result<(u32, BindSecret), Refusal> {
     let metadata = server.metadata.borrow();
     let (user, secret) = match credentials {
-        Credentials::Password(username, password, secret) => {
-            let user = metadata
-                .users
-                .values()
-                .find(|user| user.username == username.as_str())
-                .filter(|user| auth::verify_password(&user.password_hash, password.expose()))
-                .ok_or(Refusal::Evict(EvictionReason::InvalidCredentials))?;
-            (user, secret)
-        }
-        Credentials::Token(token, secret) => {
-            let hash = auth::token_hash(token.expose());
-            let (user, token) = metadata
-                .users
-                .values()
-                .find_map(|user| {
-                    let token = user.tokens.values().find(|t| t.token_hash == hash)?;
-                    Some((user, token))
-                })
-                .ok_or(Refusal::Evict(EvictionReason::InvalidToken))?;
-            if token.expiry_at.is_some_and(|expiry| expiry <= now_us()) {
-                return Err(Refusal::Code(ErrorCode::PersonalAccessTokenExpired));
-            }
-            (user, secret)
-        }
+        Credentials::Password(username, password, secret) => (
+            metadata.authenticate(username.as_str(), password.expose()),
+            secret,
+        ),
+        Credentials::Token(token, secret) => (
+            metadata.authenticate_token(token.expose(), now_us()),
+            secret,
+        ),
     };
-    if user.status != UserStatus::Active {
-        return Err(Refusal::Evict(EvictionReason::UserInactive));
-    }
-    Ok((user.id, secret))
+    let refusal = |code| match code {
+        ErrorCode::InvalidCredentials => Refusal::Evict(EvictionReason::InvalidCredentials),
+        ErrorCode::InvalidPersonalAccessToken => Refusal::Evict(EvictionReason::InvalidToken),
+        ErrorCode::UserInactive => Refusal::Evict(EvictionReason::UserInactive),
+        other => Refusal::Code(other),
+    };
+    user.map(|user_id| (user_id, secret)).map_err(refusal)
 }
 
 /// `BIND_SESSION`: re-attaches this connection to a session its client already holds.

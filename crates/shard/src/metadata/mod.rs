@@ -2,14 +2,31 @@
 //! users, personal access tokens) and the operations that change it.
 //!
 //! Every change is a [`MetadataOp`] carrying every value it needs (ids, timestamps, hashes),
-//! chosen before it is logged; [`Metadata::apply`] is then a pure function of the state and
-//! the op, so replaying the journal rebuilds the same state.
+//! chosen before it is logged ([`validate`]); [`Metadata::apply`] is then a pure function of
+//! the state and the op, so replaying the [`Journal`] rebuilds the same state. Replies are
+//! built from the state by [`responses`]; [`permissions`] holds the access rules every
+//! handler family checks.
 
+mod apply;
+pub mod auth;
+pub mod journal;
 mod model;
 mod op;
+pub mod op_codec;
+pub mod options;
+pub mod permissions;
+mod resolve;
+pub mod responses;
+pub mod validate;
 
+#[cfg(test)]
+mod tests;
+
+pub use apply::ApplyError;
+pub use journal::{Journal, JournalError};
 pub use model::{
     ConsumerGroup, Metadata, Partition, PersonalAccessToken, Stream, Topic, TopicSettings, User,
     UserStatus,
 };
 pub use op::MetadataOp;
+pub use resolve::lowest_free_id;

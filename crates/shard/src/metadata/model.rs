@@ -118,3 +118,21 @@ pub struct PersonalAccessToken {
     /// µs since the epoch; `None` = never expires.
     pub expiry_at: Option<u64>,
 }
+
+impl From<proto::commands::users::UserStatus> for UserStatus {
+    fn from(status: proto::commands::users::UserStatus) -> Self {
+        match status {
+            proto::commands::users::UserStatus::Active => Self::Active,
+            proto::commands::users::UserStatus::Inactive => Self::Inactive,
+        }
+    }
+}
+
+impl From<UserStatus> for proto::commands::users::UserStatus {
+    fn from(status: UserStatus) -> Self {
+        match status {
+            UserStatus::Active => Self::Active,
+            UserStatus::Inactive => Self::Inactive,
+        }
+    }
+}

@@ -16,9 +16,9 @@ use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
 use super::{Server, ServerInfo};
-use crate::auth::hash_password;
 use crate::connection::{Connection, TransportKind};
 use crate::metadata::Metadata;
+use crate::metadata::auth::hash_password;
 use crate::outcome::Outcome;
 
 const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;

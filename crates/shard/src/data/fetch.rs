@@ -1,0 +1,231 @@
+//! `FETCH_MESSAGES` (109, PROTOCOL.md §4.4.4): a long poll over several partitions of one
+//! topic, with `min_count`, `count` and `max_bytes` applying to the sum of all sections and a
+//! status per section.
+
+use std::time::{Duration, Instant};
+
+use proto::codec::encode_to_vec;
+use proto::commands::messages::{FetchMessages, FetchSection, FetchedMessages};
+use proto::header::PartitionContext;
+use proto::primitives::ConsumerKind;
+use proto::{Dialect, ErrorCode};
+use segment::log::Records;
+use segment::storage::Storage;
+
+use super::poll::{FetchPlan, FetchTargetPlan, read_start, resolved_start};
+use super::resolve::{offset_owner, resolve_group, resolve_topic};
+use super::signal::{Cancel, Waiting, race};
+use super::{DataError, DataPlane, GroupKey, PartitionKey};
+use crate::metadata::Metadata;
+
+/// One section of a fetch reply, owning its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchSectionOwned {
+    pub partition_id: u32,
+    /// 0, or the `ErrorCode` of this partition.
+    pub status: u32,
+    pub current_offset: u64,
+    pub context: PartitionContext,
+    pub next_offset: u64,
+    pub records: Records,
+}
+
+/// A fetch's result, ready to encode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fetched {
+    pub sections: Vec<FetchSectionOwned>,
+}
+
+impl Fetched {
+    pub fn messages_count(&self) -> u64 {
+        self.sections
+            .iter()
+            .map(|section| u64::from(section.records.messages_count))
+            .sum()
+    }
+
+    /// The reply body: the section table, then every section's records.
+    pub fn encode(&self) -> Vec<u8> {
+        let reply = FetchedMessages {
+            sections: self
+                .sections
+                .iter()
+                .map(|section| FetchSection {
+                    partition_id: section.partition_id,
+                    status: section.status,
+                    current_offset: section.current_offset,
+                    messages_count: section.records.messages_count,
+                    context: section.context,
+                    next_offset: section.next_offset,
+                    records: &section.records.bytes,
+                })
+                .collect(),
+        };
+        encode_to_vec(&reply, Dialect::V0_12_2)
+    }
+}
+
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// Resolves a fetch. Namespace and consumer errors refuse the whole request; partition,
+    /// incarnation and ownership errors become section statuses.
+    pub fn plan_fetch(
+        &self,
+        metadata: &Metadata,
+        request: &FetchMessages,
+        client_id: u128,
+        now_us: u64,
+    ) -> Result<FetchPlan, ErrorCode> {
+        let (stream_id, topic) = resolve_topic(metadata, &request.stream_id, &request.topic_id)?;
+        let group = match request.consumer.kind {
+            ConsumerKind::ExternalGroup => return Err(ErrorCode::FeatureUnavailable),
+            ConsumerKind::ConsumerGroup => Some(GroupKey {
+                stream_id,
+                topic_id: topic.id,
+                group_id: resolve_group(topic, &request.consumer.id)
+                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)?,
+            }),
+            ConsumerKind::Consumer => None,
+        };
+        let owner = offset_owner(topic, &request.consumer)?;
+        let mut targets = Vec::with_capacity(request.targets.len());
+        for target in &request.targets {
+            let key = PartitionKey {
+                stream_id,
+                topic_id: topic.id,
+                partition_id: target.partition_id,
+            };
+            let plan = self
+                .owner_generation(group, client_id, target.partition_id, now_us)
+                .and_then(|generation| {
+                    if group.is_none() && target.owner_generation != 0 {
+                        return Err(ErrorCode::ConsumerGroupPartitionNotOwned);
+                    }
+                    let mut plan = self.plan_read(metadata, topic, key, target.incarnation)?;
+                    let stored = plan.handle.stored_offset(owner);
+                    plan.start = read_start(target.strategy, request.count, stored);
+                    plan.auto_commit = request.auto_commit.then_some(owner);
+                    plan.context.owner_generation = generation;
+                    Ok(plan)
+                });
+            targets.push(FetchTargetPlan {
+                partition_id: target.partition_id,
+                plan,
+                max_bytes: u64::from(target.max_bytes),
+            });
+        }
+        Ok(FetchPlan {
+            targets,
+            min_count: request.min_count,
+            count: request.count,
+            max_bytes: u64::from(request.max_bytes),
+            wait_us: request.wait_us,
+        })
+    }
+
+    fn owner_generation(
+        &self,
+        group: Option<GroupKey>,
+        client_id: u128,
+        partition_id: u32,
+        now_us: u64,
+    ) -> Result<u64, ErrorCode> {
+        let Some(key) = group else {
+            return Ok(0);
+        };
+        self.with_group(key, |group| {
+            group.check_owner(client_id, partition_id, now_us)
+        })
+        .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
+    }
+
+    /// Runs a fetch: parks until `min_count` messages over all sections are there, the wait
+    /// passes or `cancel` fires; then auto-commits and answers.
+    pub async fn fetch(&self, plan: &FetchPlan, cancel: &Cancel) -> Result<Fetched, DataError> {
+        let deadline = Instant::now() + Duration::from_micros(plan.wait_us);
+        loop {
+            let mut waits: Vec<Waiting<'_>> = plan
+                .targets
+                .iter()
+                .filter_map(|target| target.plan.as_ref().ok())
+                .map(|plan| -> Waiting<'_> { Box::pin(plan.handle.appended()) })
+                .collect();
+            let fetched = read_sections(plan).await?;
+            let enough = fetched.messages_count() >= u64::from(plan.min_count);
+            if enough || Instant::now() >= deadline || cancel.is_cancelled() {
+                commit(plan, &fetched).await?;
+                return Ok(fetched);
+            }
+            waits.push(Box::pin(compio::time::sleep_until(deadline)));
+            waits.push(Box::pin(cancel.cancelled()));
+            race(waits).await;
+        }
+    }
+}
+
+/// Reads every section once, within the request's total count and byte budget.
+async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
+    let mut fetched = Fetched::default();
+    let (mut count_left, mut bytes_left) = (plan.count, plan.max_bytes);
+    for target in &plan.targets {
+        let poll = match &target.plan {
+            Ok(poll) => poll,
+            Err(code) => {
+                fetched.sections.push(refused(target.partition_id, *code));
+                continue;
+            }
+        };
+        let budget = target.max_bytes.min(bytes_left);
+        let mut records = if count_left == 0 || budget == 0 {
+            Records::default()
+        } else {
+            super::poll::read(poll, count_left, budget).await?
+        };
+        let bytes = records.bytes.len() as u64;
+        let anything_before = bytes_left < plan.max_bytes;
+        if bytes > bytes_left && anything_before {
+            // Only the first record of the whole reply may go over the budget.
+            records = Records::default();
+        }
+        count_left = count_left.saturating_sub(records.messages_count);
+        bytes_left = bytes_left.saturating_sub(records.bytes.len() as u64);
+        let next_offset = records
+            .last_offset
+            .map_or(resolved_start(poll.start), |last| last.saturating_add(1));
+        fetched.sections.push(FetchSectionOwned {
+            partition_id: target.partition_id,
+            status: 0,
+            current_offset: poll.handle.stats().current_offset,
+            context: poll.context,
+            next_offset,
+            records,
+        });
+    }
+    Ok(fetched)
+}
+
+fn refused(partition_id: u32, code: ErrorCode) -> FetchSectionOwned {
+    FetchSectionOwned {
+        partition_id,
+        status: code.as_u32(),
+        current_offset: 0,
+        context: PartitionContext::default(),
+        next_offset: 0,
+        records: Records::default(),
+    }
+}
+
+async fn commit(plan: &FetchPlan, fetched: &Fetched) -> Result<(), DataError> {
+    for (target, section) in plan.targets.iter().zip(&fetched.sections) {
+        let Ok(poll) = &target.plan else { continue };
+        if let (Some(owner), Some(last)) = (poll.auto_commit, section.records.last_offset) {
+            poll.handle
+                .store_offset(owner, last)
+                .await
+                .map_err(|source| DataError::Partition {
+                    key: poll.key,
+                    source,
+                })?;
+        }
+    }
+    Ok(())
+}

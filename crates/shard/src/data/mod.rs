@@ -1,0 +1,430 @@
+//! The data plane of a shard: one task per partition (log, stored offsets, producer
+//! dedupe), the consumer-group runtimes, and the logic of the message, offset and group
+//! commands (planning is synchronous against [`Metadata`]; execution awaits the partition
+//! tasks, so no `RefCell` borrow of the metadata is held across an `.await`).
+//!
+//! [`DataPlane::on_applied`] keeps the partitions in step with committed metadata: after any
+//! op that creates or deletes partitions it reconciles the open partitions with the metadata
+//! (a partition whose incarnation changed is deleted and created afresh).
+
+mod fetch;
+mod groups;
+mod offsets;
+mod partition;
+mod poll;
+mod producers;
+mod resolve;
+mod send;
+mod signal;
+
+pub use fetch::{FetchSectionOwned, Fetched};
+pub use groups::{
+    GroupConfig, GroupRuntime, HEARTBEAT_INTERVAL_US_DEFAULT, MemberView, Ownership,
+    REBALANCING_TIMEOUT_US_DEFAULT, Revocation, assign,
+};
+pub use offsets::OffsetRequest;
+pub use partition::{
+    AppendOutcome, GROUP_MAX, PartitionError, PartitionHandle, PartitionSpec, PartitionStats,
+};
+pub use poll::{
+    FetchPlan, FetchTargetPlan, PollPlan, PollRefusal, PollRequest, Polled, read_start,
+};
+pub use producers::{Admission, PRODUCERS_MAX, ProducerTable};
+pub use resolve::{consumer_slot, offset_owner, resolve_group, resolve_topic};
+pub use send::SendPlan;
+pub use signal::{Cancel, Notified, Notify, Race, Receiver, Sender, Waiting, oneshot, race};
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use segment::layout::partition_directory;
+use segment::log::LogConfig;
+use segment::storage::Storage;
+use segment::storage::compio::CompioStorage;
+
+use crate::metadata::{Metadata, MetadataOp, Topic};
+
+/// One partition's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionKey {
+    pub stream_id: u32,
+    pub topic_id: u32,
+    pub partition_id: u32,
+}
+
+/// One consumer group's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupKey {
+    pub stream_id: u32,
+    pub topic_id: u32,
+    pub group_id: u32,
+}
+
+/// Sums over many partitions (a topic, a stream, the server) for replies and `GET_STATS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub partitions_count: u32,
+    pub segments_count: u64,
+    pub messages_count: u64,
+    pub size_bytes: u64,
+}
+
+/// A data-plane operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("partition {key:?}")]
+    Partition {
+        key: PartitionKey,
+        #[source]
+        source: PartitionError,
+    },
+    #[error("remove {path}")]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug)]
+struct Entry {
+    incarnation: u64,
+    handle: PartitionHandle,
+}
+
+/// Every partition of the shard and every consumer group's live state.
+#[derive(Debug)]
+pub struct DataPlane<S: Storage = CompioStorage> {
+    storage: S,
+    root: PathBuf,
+    config: GroupConfig,
+    partitions: RefCell<BTreeMap<PartitionKey, Entry>>,
+    groups: RefCell<BTreeMap<GroupKey, GroupRuntime>>,
+    /// Round-robin cursor per (stream, topic) for `Partitioning::Balanced`.
+    balanced: RefCell<BTreeMap<(u32, u32), u32>>,
+}
+
+impl DataPlane<CompioStorage> {
+    /// The data plane on real files under `root` (the `system.path`).
+    pub fn new(root: PathBuf) -> Self {
+        Self::with_storage(CompioStorage::new(), root, GroupConfig::default())
+    }
+}
+
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    pub fn with_storage(storage: S, root: PathBuf, config: GroupConfig) -> Self {
+        Self {
+            storage,
+            root,
+            config,
+            partitions: RefCell::new(BTreeMap::new()),
+            groups: RefCell::new(BTreeMap::new()),
+            balanced: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn group_config(&self) -> GroupConfig {
+        self.config
+    }
+
+    /// Opens every partition the metadata knows and sets up every group (start-up).
+    pub async fn open_all(&self, metadata: &Metadata) -> Result<(), DataError> {
+        self.reconcile(metadata).await
+    }
+
+    /// Brings partitions and groups in step after `op` was applied to `metadata`.
+    pub async fn on_applied(&self, op: &MetadataOp, metadata: &Metadata) -> Result<(), DataError> {
+        match op {
+            MetadataOp::CreateTopic { .. }
+            | MetadataOp::CreatePartitions { .. }
+            | MetadataOp::DeletePartitions { .. }
+            | MetadataOp::CreateConsumerGroup { .. } => self.reconcile(metadata).await,
+            MetadataOp::DeleteTopic { stream_id, id } => {
+                self.reconcile(metadata).await?;
+                let topic = self
+                    .root
+                    .join("streams")
+                    .join(stream_id.to_string())
+                    .join("topics")
+                    .join(id.to_string());
+                self.remove_directory(&topic).await
+            }
+            MetadataOp::DeleteStream { id } => {
+                self.reconcile(metadata).await?;
+                let stream = self.root.join("streams").join(id.to_string());
+                self.remove_directory(&stream).await
+            }
+            MetadataOp::DeleteConsumerGroup {
+                stream_id,
+                topic_id,
+                id,
+            } => {
+                let key = GroupKey {
+                    stream_id: *stream_id,
+                    topic_id: *topic_id,
+                    group_id: *id,
+                };
+                self.groups.borrow_mut().remove(&key);
+                self.delete_group_offsets(key).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Closes every partition cleanly (shutdown).
+    pub async fn close(&self) -> Result<(), DataError> {
+        let entries: Vec<(PartitionKey, Entry)> =
+            std::mem::take(&mut *self.partitions.borrow_mut())
+                .into_iter()
+                .collect();
+        let mut first_error = None;
+        for (key, entry) in entries {
+            if let Err(source) = entry.handle.close(false).await {
+                first_error.get_or_insert(DataError::Partition { key, source });
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The partition's task, if it is open.
+    pub fn partition(&self, key: PartitionKey) -> Option<PartitionHandle> {
+        let partitions = self.partitions.borrow();
+        partitions.get(&key).map(|entry| entry.handle.clone())
+    }
+
+    pub fn partition_stats(&self, key: PartitionKey) -> Option<PartitionStats> {
+        self.partition(key).map(|handle| handle.stats())
+    }
+
+    /// Sums over the partitions matching `stream_id` / `topic_id` (`None` = any).
+    pub fn totals(&self, stream_id: Option<u32>, topic_id: Option<u32>) -> Totals {
+        let partitions = self.partitions.borrow();
+        let mut totals = Totals::default();
+        let matching = partitions.iter().filter(|(key, _)| {
+            stream_id.is_none_or(|id| id == key.stream_id)
+                && topic_id.is_none_or(|id| id == key.topic_id)
+        });
+        for (_, entry) in matching {
+            let stats = entry.handle.stats();
+            totals.partitions_count = totals.partitions_count.saturating_add(1);
+            totals.segments_count += u64::from(stats.segments_count);
+            totals.messages_count += stats.messages_count;
+            totals.size_bytes += stats.size_bytes;
+        }
+        totals
+    }
+
+    /// Deletes every message and stored offset of the partitions matching the filter
+    /// (`PURGE_STREAM`, `PURGE_TOPIC`).
+    pub async fn purge(&self, stream_id: u32, topic_id: Option<u32>) -> Result<(), DataError> {
+        let handles: Vec<(PartitionKey, PartitionHandle)> = {
+            let partitions = self.partitions.borrow();
+            partitions
+                .iter()
+                .filter(|(key, _)| {
+                    key.stream_id == stream_id && topic_id.is_none_or(|id| id == key.topic_id)
+                })
+                .map(|(key, entry)| (*key, entry.handle.clone()))
+                .collect()
+        };
+        for (key, handle) in handles {
+            handle
+                .purge()
+                .await
+                .map_err(|source| DataError::Partition { key, source })?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the group's runtime, if the group is known.
+    pub fn with_group<T>(
+        &self,
+        key: GroupKey,
+        f: impl FnOnce(&mut GroupRuntime) -> T,
+    ) -> Option<T> {
+        self.groups.borrow_mut().get_mut(&key).map(f)
+    }
+
+    /// Removes `client_id` from every group (logout, eviction, session end).
+    pub fn leave_all_groups(&self, client_id: u128, now_us: u64) {
+        for group in self.groups.borrow_mut().values_mut() {
+            let _ = group.leave(client_id, now_us);
+        }
+    }
+
+    /// Heartbeat eviction and hand-off timeouts of every group; returns the evicted
+    /// (group, client) pairs. Call it periodically (e.g. every heartbeat interval / 2).
+    pub fn tick_groups(&self, now_us: u64) -> Vec<(GroupKey, u128)> {
+        let mut evicted = Vec::new();
+        for (key, group) in self.groups.borrow_mut().iter_mut() {
+            for client_id in group.tick(now_us, &self.config) {
+                evicted.push((*key, client_id));
+            }
+        }
+        evicted
+    }
+
+    /// The next round-robin pick for a topic.
+    fn next_balanced(&self, stream_id: u32, topic_id: u32) -> u32 {
+        let mut balanced = self.balanced.borrow_mut();
+        let cursor = balanced.entry((stream_id, topic_id)).or_insert(0);
+        let value = *cursor;
+        *cursor = cursor.wrapping_add(1);
+        value
+    }
+
+    async fn reconcile(&self, metadata: &Metadata) -> Result<(), DataError> {
+        let wanted = self.wanted(metadata);
+        let stale: Vec<(PartitionKey, PartitionHandle)> = {
+            let partitions = self.partitions.borrow();
+            partitions
+                .iter()
+                .filter(|(key, entry)| {
+                    wanted
+                        .get(key)
+                        .is_none_or(|(inc, _)| *inc != entry.incarnation)
+                })
+                .map(|(key, entry)| (*key, entry.handle.clone()))
+                .collect()
+        };
+        for (key, handle) in stale {
+            self.partitions.borrow_mut().remove(&key);
+            handle
+                .close(true)
+                .await
+                .map_err(|source| DataError::Partition { key, source })?;
+        }
+        for (key, (incarnation, spec)) in wanted {
+            if self.partitions.borrow().contains_key(&key) {
+                continue;
+            }
+            let handle = PartitionHandle::open(self.storage.clone(), spec)
+                .await
+                .map_err(|source| DataError::Partition { key, source })?;
+            self.partitions.borrow_mut().insert(
+                key,
+                Entry {
+                    incarnation,
+                    handle,
+                },
+            );
+        }
+        self.reconcile_groups(metadata);
+        Ok(())
+    }
+
+    /// Creates runtimes for new groups, drops those of deleted ones and tells every group
+    /// its topic's partitions. Membership is not persisted: clients re-join after a restart.
+    fn reconcile_groups(&self, metadata: &Metadata) {
+        let mut groups = self.groups.borrow_mut();
+        let mut known = BTreeMap::new();
+        for (stream_id, topic_id, topic) in topics(metadata) {
+            for group_id in topic.groups.keys() {
+                let key = GroupKey {
+                    stream_id,
+                    topic_id,
+                    group_id: *group_id,
+                };
+                let partitions = topic.partitions.keys().copied();
+                let runtime = groups.remove(&key).map_or_else(
+                    || GroupRuntime::new(partitions.clone()),
+                    |mut runtime| {
+                        runtime.set_partitions(partitions.clone(), 0);
+                        runtime
+                    },
+                );
+                known.insert(key, runtime);
+            }
+        }
+        *groups = known;
+    }
+
+    async fn delete_group_offsets(&self, key: GroupKey) -> Result<(), DataError> {
+        let handles: Vec<(PartitionKey, PartitionHandle)> = {
+            let partitions = self.partitions.borrow();
+            partitions
+                .iter()
+                .filter(|(p, _)| p.stream_id == key.stream_id && p.topic_id == key.topic_id)
+                .map(|(p, entry)| (*p, entry.handle.clone()))
+                .collect()
+        };
+        let owner = segment::offsets::OffsetOwner::Group(key.group_id);
+        for (partition, handle) in handles {
+            handle
+                .delete_offset(owner)
+                .await
+                .map_err(|source| DataError::Partition {
+                    key: partition,
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    async fn remove_directory(&self, path: &Path) -> Result<(), DataError> {
+        if !self.storage.exists(path).await {
+            return Ok(());
+        }
+        self.storage
+            .remove_dir_all(path)
+            .await
+            .map_err(|source| DataError::Remove {
+                path: path.to_path_buf(),
+                source,
+            })
+    }
+
+    /// Every partition the metadata holds, with its incarnation and how to open it.
+    fn wanted(&self, metadata: &Metadata) -> BTreeMap<PartitionKey, (u64, PartitionSpec)> {
+        let mut wanted = BTreeMap::new();
+        for (stream_id, topic_id, topic) in topics(metadata) {
+            for partition in topic.partitions.values() {
+                let key = PartitionKey {
+                    stream_id,
+                    topic_id,
+                    partition_id: partition.id,
+                };
+                wanted.insert(key, (partition.incarnation, self.spec(key, topic)));
+            }
+        }
+        wanted
+    }
+
+    fn spec(&self, key: PartitionKey, topic: &Topic) -> PartitionSpec {
+        let settings = &topic.settings;
+        PartitionSpec {
+            directory: partition_directory(
+                &self.root,
+                key.stream_id,
+                key.topic_id,
+                key.partition_id,
+            ),
+            log: LogConfig {
+                segment_size_bytes: settings.segment_size_bytes,
+                durability: settings.durability,
+                messages_required_to_save: settings.messages_required_to_save,
+                size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
+            },
+            offsets_durability: settings.consumer_offset_durability,
+        }
+    }
+}
+
+/// Every (stream id, topic id, topic) of the metadata.
+fn topics(metadata: &Metadata) -> impl Iterator<Item = (u32, u32, &Topic)> {
+    metadata.streams.values().flat_map(|stream| {
+        stream
+            .topics
+            .values()
+            .map(move |topic| (stream.id, topic.id, topic))
+    })
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,323 @@
+//! Polling (PROTOCOL.md §4.4): planning a poll against metadata, group ownership and stored
+//! offsets (synchronous), then reading, auto-committing and, for deferred polls and fetches,
+//! parking until enough messages arrive, the wait runs out or the request is cancelled.
+
+use std::time::{Duration, Instant};
+
+use proto::Dialect;
+use proto::ErrorCode;
+use proto::codec::encode_to_vec;
+use proto::commands::messages::{PolledMessages, poll_head_length};
+use proto::commands::poll_selector::PollSelector;
+use proto::header::PartitionContext;
+use proto::primitives::{ConsumerKind, PollingKind, PollingStrategy};
+use segment::log::{ReadStart, Records};
+use segment::offsets::OffsetOwner;
+use segment::storage::Storage;
+
+use super::resolve::{offset_owner, resolve_group, resolve_topic};
+use super::signal::{Cancel, race};
+use super::{DataError, DataPlane, GroupKey, PartitionHandle, PartitionKey};
+use crate::metadata::{Metadata, Topic};
+
+/// Where a read starts for `strategy`, given the consumer's stored offset: Next is the
+/// stored offset + 1, or 0 when none is stored.
+pub fn read_start(strategy: PollingStrategy, count: u32, stored: Option<u64>) -> ReadStart {
+    match strategy.kind {
+        PollingKind::Offset => ReadStart::Offset(strategy.value),
+        PollingKind::Timestamp => ReadStart::Timestamp(strategy.value),
+        PollingKind::First => ReadStart::First,
+        PollingKind::Last => ReadStart::Last(count),
+        PollingKind::Next => ReadStart::Offset(stored.map_or(0, |offset| offset.saturating_add(1))),
+    }
+}
+
+/// A poll as the handler received it.
+#[derive(Debug, Clone, Copy)]
+pub struct PollRequest<'a> {
+    pub selector: &'a PollSelector,
+    /// The VSR client id of the caller (group membership).
+    pub client_id: u128,
+    pub dialect: Dialect,
+    /// The partition context stamped in the request header (0.12.2; zero for 0.11.0).
+    pub context: PartitionContext,
+    /// Budget for the reply body, head included.
+    pub max_bytes: u64,
+    pub now_us: u64,
+}
+
+/// Why a poll is not served as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollRefusal {
+    /// Refuse through the header status.
+    Status(ErrorCode),
+    /// Answer an empty poll naming this partition (0.11.0 re-sync sentinel `u32::MAX`, or
+    /// partition 0 for a group poll without a partition).
+    Empty { partition_id: u32 },
+}
+
+impl From<ErrorCode> for PollRefusal {
+    fn from(code: ErrorCode) -> Self {
+        Self::Status(code)
+    }
+}
+
+/// A poll ready to run.
+#[derive(Debug, Clone)]
+pub struct PollPlan {
+    pub key: PartitionKey,
+    pub handle: PartitionHandle,
+    pub start: ReadStart,
+    pub count: u32,
+    /// Budget for the records.
+    pub max_bytes: u64,
+    /// Whose offset auto-commit stores, when the request asked for it.
+    pub auto_commit: Option<OffsetOwner>,
+    /// What the reply reports.
+    pub context: PartitionContext,
+}
+
+/// A poll's result, ready to encode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Polled {
+    pub partition_id: u32,
+    pub current_offset: u64,
+    pub context: PartitionContext,
+    pub records: Records,
+}
+
+impl Polled {
+    /// An empty reply naming `partition_id` (see [`PollRefusal::Empty`]).
+    pub fn empty(partition_id: u32) -> Self {
+        Self {
+            partition_id,
+            current_offset: 0,
+            context: PartitionContext::default(),
+            records: Records::default(),
+        }
+    }
+
+    /// The reply body: the 40-byte (0.12.2) or 16-byte (0.11.0) head and the records.
+    pub fn encode(&self, dialect: Dialect) -> Vec<u8> {
+        let reply = PolledMessages {
+            partition_id: self.partition_id,
+            current_offset: self.current_offset,
+            messages_count: self.records.messages_count,
+            context: self.context,
+            records: &self.records.bytes,
+        };
+        encode_to_vec(&reply, dialect)
+    }
+}
+
+/// A fetch ready to run: one entry per target, refused targets included.
+#[derive(Debug, Clone)]
+pub struct FetchPlan {
+    pub targets: Vec<FetchTargetPlan>,
+    pub min_count: u32,
+    pub count: u32,
+    pub max_bytes: u64,
+    pub wait_us: u64,
+}
+
+/// One fetch target: a plan, or the status its section reports.
+#[derive(Debug, Clone)]
+pub struct FetchTargetPlan {
+    pub partition_id: u32,
+    pub plan: Result<PollPlan, ErrorCode>,
+    /// The per-target record budget.
+    pub max_bytes: u64,
+}
+
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// Resolves a poll: namespace, partition, group ownership, start and auto-commit.
+    pub fn plan_poll(
+        &self,
+        metadata: &Metadata,
+        request: &PollRequest<'_>,
+    ) -> Result<PollPlan, PollRefusal> {
+        let selector = request.selector;
+        let (stream_id, topic) = resolve_topic(metadata, &selector.stream_id, &selector.topic_id)?;
+        let group = match selector.consumer.kind {
+            ConsumerKind::ExternalGroup => return Err(ErrorCode::FeatureUnavailable.into()),
+            ConsumerKind::ConsumerGroup => Some(
+                resolve_group(topic, &selector.consumer.id)
+                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)?,
+            ),
+            ConsumerKind::Consumer => None,
+        };
+        let Some(partition_id) = selector.partition.0.or(group.is_none().then_some(0)) else {
+            return Err(PollRefusal::Empty { partition_id: 0 });
+        };
+        let owner_generation = match group {
+            Some(group_id) => {
+                let key = GroupKey {
+                    stream_id,
+                    topic_id: topic.id,
+                    group_id,
+                };
+                self.check_group_poll(key, partition_id, request)?
+            }
+            None if request.dialect == Dialect::V0_12_2
+                && request.context.owner_generation != 0 =>
+            {
+                return Err(ErrorCode::ConsumerGroupPartitionNotOwned.into());
+            }
+            None => 0,
+        };
+        let key = PartitionKey {
+            stream_id,
+            topic_id: topic.id,
+            partition_id,
+        };
+        let mut plan = self.plan_read(metadata, topic, key, request.context.incarnation)?;
+        let owner = offset_owner(topic, &selector.consumer)?;
+        plan.start = read_start(
+            selector.strategy,
+            selector.count,
+            plan.handle.stored_offset(owner),
+        );
+        plan.count = selector.count;
+        plan.max_bytes = request
+            .max_bytes
+            .saturating_sub(poll_head_length(request.dialect) as u64);
+        plan.auto_commit = selector.auto_commit.then_some(owner);
+        plan.context.owner_generation = owner_generation;
+        Ok(plan)
+    }
+
+    /// Membership and ownership of a group poll: `5006`/`5009` for 0.12.2, the re-sync
+    /// sentinel for 0.11.0. Returns the generation to report.
+    fn check_group_poll(
+        &self,
+        key: GroupKey,
+        partition_id: u32,
+        request: &PollRequest<'_>,
+    ) -> Result<u64, PollRefusal> {
+        let checked = self
+            .with_group(key, |group| {
+                group.check_owner(request.client_id, partition_id, request.now_us)
+            })
+            .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound));
+        checked.map_err(|code| match (request.dialect, code) {
+            (Dialect::V0_11_0, ErrorCode::ConsumerGroupIdNotFound) | (Dialect::V0_12_2, _) => {
+                PollRefusal::Status(code)
+            }
+            (Dialect::V0_11_0, _) => PollRefusal::Empty {
+                partition_id: PolledMessages::RESYNC_PARTITION,
+            },
+        })
+    }
+
+    /// The partition's handle and context; `3007` when unknown, `87` when the stamped
+    /// incarnation is stale (0 is accepted: 0.11.0 clients and first requests stamp none).
+    pub(super) fn plan_read(
+        &self,
+        metadata: &Metadata,
+        topic: &Topic,
+        key: PartitionKey,
+        stamped_incarnation: u64,
+    ) -> Result<PollPlan, ErrorCode> {
+        let partition = topic
+            .partitions
+            .get(&key.partition_id)
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        if stamped_incarnation != 0 && stamped_incarnation != partition.incarnation {
+            return Err(ErrorCode::HistoryUnavailable);
+        }
+        let handle = self.partition(key).ok_or(ErrorCode::PartitionNotFound)?;
+        Ok(PollPlan {
+            key,
+            handle,
+            start: ReadStart::First,
+            count: 0,
+            max_bytes: 0,
+            auto_commit: None,
+            context: PartitionContext {
+                incarnation: partition.incarnation,
+                owner_generation: 0,
+                metadata_op: metadata.commit,
+            },
+        })
+    }
+
+    /// Runs an immediate poll (100).
+    pub async fn poll(&self, plan: &PollPlan) -> Result<Polled, DataError> {
+        let records = read(plan, plan.count, plan.max_bytes).await?;
+        finish(plan, records).await
+    }
+
+    /// Runs a deferred poll (106): parks until `min_count` messages are there, `wait_us`
+    /// passes or `cancel` fires, then answers with what there is.
+    pub async fn poll_deferred(
+        &self,
+        plan: &PollPlan,
+        min_count: u32,
+        wait_us: u64,
+        cancel: &Cancel,
+    ) -> Result<Polled, DataError> {
+        let deadline = Instant::now() + Duration::from_micros(wait_us);
+        loop {
+            let appended = plan.handle.appended();
+            let records = read(plan, plan.count, plan.max_bytes).await?;
+            let now = Instant::now();
+            if records.messages_count >= min_count || now >= deadline || cancel.is_cancelled() {
+                return finish(plan, records).await;
+            }
+            race(vec![
+                Box::pin(appended),
+                Box::pin(compio::time::sleep_until(deadline)),
+                Box::pin(cancel.cancelled()),
+            ])
+            .await;
+        }
+    }
+}
+
+pub(super) async fn read(
+    plan: &PollPlan,
+    count: u32,
+    max_bytes: u64,
+) -> Result<Records, DataError> {
+    if count == 0 {
+        return Ok(Records::default());
+    }
+    plan.handle
+        .read(plan.start, count, max_bytes)
+        .await
+        .map_err(|source| DataError::Partition {
+            key: plan.key,
+            source,
+        })
+}
+
+/// Auto-commits the last returned offset and builds the reply.
+pub(super) async fn finish(plan: &PollPlan, records: Records) -> Result<Polled, DataError> {
+    if let (Some(owner), Some(last)) = (plan.auto_commit, records.last_offset) {
+        plan.handle
+            .store_offset(owner, last)
+            .await
+            .map_err(|source| DataError::Partition {
+                key: plan.key,
+                source,
+            })?;
+    }
+    Ok(Polled {
+        partition_id: plan.key.partition_id,
+        current_offset: plan.handle.stats().current_offset,
+        context: plan.context,
+        records,
+    })
+}
+
+/// The offset a section reports as `next_offset` when it returned nothing.
+pub(super) fn resolved_start(start: ReadStart) -> u64 {
+    match start {
+        ReadStart::Offset(offset) => offset,
+        ReadStart::Timestamp(_) | ReadStart::First | ReadStart::Last(_) => 0,
+    }
+}
+
+#[cfg(test)]
+#[path = "poll_tests.rs"]
+mod tests;

@@ -1,0 +1,118 @@
+//! `SEND_MESSAGES` (101, PROTOCOL.md §5): choosing the partition (Balanced round-robin per
+//! topic, explicit id, or `xxh32(key) % partitions_count`), the send checks of §5.5, and the
+//! append through the partition task, which applies idempotent-producer dedupe.
+
+use proto::ErrorCode;
+use proto::batch::Producer;
+use proto::commands::messages::{Confirmation, SendConfirmations, SendMessages};
+use proto::primitives::Partitioning;
+use segment::storage::Storage;
+
+use super::resolve::resolve_topic;
+use super::{DataError, DataPlane, PartitionError, PartitionHandle, PartitionKey};
+use crate::metadata::Metadata;
+
+/// A send ready to run.
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    pub key: PartitionKey,
+    pub handle: PartitionHandle,
+    /// The batch's producer section and message count, for dedupe.
+    pub producer: Option<(Producer, u32)>,
+}
+
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// Resolves a send: namespace, partition, stamped incarnation and the message checks.
+    pub fn plan_send(
+        &self,
+        metadata: &Metadata,
+        request: &SendMessages<'_>,
+        stamped_incarnation: u64,
+    ) -> Result<SendPlan, ErrorCode> {
+        let (stream_id, topic) = resolve_topic(metadata, &request.stream_id, &request.topic_id)?;
+        let batch = &request.batch;
+        if batch.message_count() == 0 {
+            return Err(ErrorCode::InvalidMessagesCount);
+        }
+        if batch.messages().any(|message| message.payload.is_empty()) {
+            return Err(ErrorCode::InvalidMessagePayloadLength);
+        }
+        let producer = batch.producer();
+        if producer.is_some() && !matches!(request.partitioning, Partitioning::PartitionId(_)) {
+            return Err(ErrorCode::ProducerPartitionRequired);
+        }
+        let partitions_count = u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX);
+        let balanced = match request.partitioning {
+            Partitioning::Balanced => self.next_balanced(stream_id, topic.id),
+            _ => 0,
+        };
+        let chosen = request
+            .partitioning
+            .resolve(partitions_count, balanced)
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        let partition = match request.partitioning {
+            Partitioning::PartitionId(_) => topic.partitions.get(&chosen),
+            Partitioning::Balanced | Partitioning::MessagesKey(_) => {
+                let index = usize::try_from(chosen).unwrap_or(usize::MAX);
+                topic.partitions.values().nth(index)
+            }
+        }
+        .ok_or(ErrorCode::PartitionNotFound)?;
+        if stamped_incarnation != 0 && stamped_incarnation != partition.incarnation {
+            return Err(ErrorCode::HistoryUnavailable);
+        }
+        let key = PartitionKey {
+            stream_id,
+            topic_id: topic.id,
+            partition_id: partition.id,
+        };
+        let handle = self.partition(key).ok_or(ErrorCode::PartitionNotFound)?;
+        Ok(SendPlan {
+            key,
+            handle,
+            producer: producer.map(|producer| (producer, batch.message_count())),
+        })
+    }
+
+    /// Appends `batch` (the request's batch record, copied so it can be stamped) and returns
+    /// the confirmation; under `Persisted` only after the fdatasync that covers it.
+    pub async fn send(
+        &self,
+        plan: &SendPlan,
+        batch: Vec<u8>,
+        now_us: u64,
+    ) -> Result<SendConfirmations, DataError> {
+        let outcome = plan
+            .handle
+            .append(batch, now_us, plan.producer)
+            .await
+            .map_err(|source| DataError::Partition {
+                key: plan.key,
+                source,
+            })?;
+        Ok(SendConfirmations(vec![Confirmation {
+            stream_id: plan.key.stream_id,
+            topic_id: plan.key.topic_id,
+            partition_id: plan.key.partition_id,
+            base_offset: outcome.base_offset,
+        }]))
+    }
+}
+
+impl DataError {
+    /// The status a client should see: the producer refusal codes of §5.5 as they are,
+    /// everything else (I/O, corruption) as the generic `1 Error`.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Partition {
+                source: PartitionError::Producer(code),
+                ..
+            } => *code,
+            Self::Partition {
+                source: PartitionError::Append(segment::log::AppendError::Invalid(_)),
+                ..
+            } => ErrorCode::InvalidCommand,
+            _ => ErrorCode::Error,
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! Data-plane tests over memory storage on a compio runtime: partitions follow metadata ops,
+//! send / poll / offsets / groups end to end without a socket.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proto::ErrorCode;
+use proto::batch::Batch;
+use proto::codec::decode_exact;
+use proto::commands::messages::{PolledMessages, SendMessages};
+use proto::commands::offsets::OffsetSelector;
+use proto::commands::poll_selector::PollSelector;
+use proto::header::PartitionContext;
+use proto::primitives::{
+    Consumer, ConsumerKind, Identifier, OptionalPartition, Partitioning, PollingStrategy,
+};
+use proto::{Dialect, batch::Integrity};
+use segment::storage::memory::MemoryStorage;
+
+use super::partition::tests::batch;
+use super::*;
+use crate::metadata::{ConsumerGroup, Partition, Stream, TopicSettings};
+use proto::primitives::OptionsBlock;
+
+pub(crate) fn metadata(partitions: u32, groups: &[u32]) -> Metadata {
+    let topic = Topic {
+        id: 0,
+        name: "t".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        settings: TopicSettings::default(),
+        partitions: (0..partitions)
+            .map(|id| {
+                let partition = Partition {
+                    id,
+                    created_at: 0,
+                    incarnation: u64::from(id) + 1,
+                };
+                (id, partition)
+            })
+            .collect(),
+        groups: groups
+            .iter()
+            .map(|id| {
+                let group = ConsumerGroup {
+                    id: *id,
+                    name: format!("g{id}"),
+                    created_at: 0,
+                };
+                (*id, group)
+            })
+            .collect(),
+        next_group_id: 0,
+    };
+    let stream = Stream {
+        id: 0,
+        name: "s".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        topics: BTreeMap::from([(0, topic)]),
+    };
+    Metadata {
+        streams: BTreeMap::from([(0, stream)]),
+        users: BTreeMap::new(),
+        commit: 7,
+    }
+}
+
+pub(crate) fn plane(storage: &MemoryStorage) -> DataPlane<MemoryStorage> {
+    DataPlane::with_storage(storage.clone(), "/data".into(), GroupConfig::default())
+}
+
+pub(crate) fn runtime() -> compio::runtime::Runtime {
+    compio::runtime::Runtime::new().unwrap()
+}
+
+pub(crate) fn send_request(bytes: &[u8], partitioning: Partitioning) -> SendMessages<'_> {
+    SendMessages {
+        stream_id: Identifier::Numeric(0),
+        topic_id: Identifier::Numeric(0),
+        partitioning,
+        batch: Batch::parse(bytes, Dialect::V0_12_2, Integrity::Full, 0).unwrap(),
+        batch_offset: 0,
+    }
+}
+
+pub(crate) fn poll_selector(
+    kind: ConsumerKind,
+    partition: Option<u32>,
+    count: u32,
+) -> PollSelector {
+    PollSelector {
+        consumer: Consumer {
+            kind,
+            id: Identifier::Numeric(0),
+        },
+        stream_id: Identifier::Numeric(0),
+        topic_id: Identifier::Numeric(0),
+        partition: OptionalPartition(partition),
+        strategy: PollingStrategy::next(),
+        count,
+        auto_commit: true,
+    }
+}
+
+pub(crate) fn request(selector: &PollSelector, client_id: u128) -> PollRequest<'_> {
+    PollRequest {
+        selector,
+        client_id,
+        dialect: Dialect::V0_12_2,
+        context: PartitionContext::default(),
+        max_bytes: 1 << 20,
+        now_us: 0,
+    }
+}
+
+pub(crate) async fn send(plane: &DataPlane<MemoryStorage>, meta: &Metadata, count: usize) {
+    let bytes = batch(count, None);
+    let plan = plane
+        .plan_send(meta, &send_request(&bytes, Partitioning::Balanced), 0)
+        .unwrap();
+    plane.send(&plan, bytes.clone(), 1).await.unwrap();
+}
+
+#[test]
+fn partitions_follow_metadata_ops() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        plane.open_all(&metadata(2, &[])).await.unwrap();
+        assert_eq!(plane.totals(None, None).partitions_count, 2);
+        let grown = metadata(3, &[]);
+        let op = MetadataOp::CreatePartitions {
+            stream_id: 0,
+            topic_id: 0,
+            count: 1,
+            created_at: 0,
+        };
+        plane.on_applied(&op, &grown).await.unwrap();
+        assert_eq!(plane.totals(Some(0), Some(0)).partitions_count, 3);
+        let mut shrunk = metadata(1, &[]);
+        plane
+            .on_applied(
+                &MetadataOp::DeletePartitions {
+                    stream_id: 0,
+                    topic_id: 0,
+                    count: 2,
+                },
+                &shrunk,
+            )
+            .await
+            .unwrap();
+        assert_eq!(plane.totals(None, None).partitions_count, 1);
+        let gone = partition_directory(Path::new("/data"), 0, 0, 2);
+        assert!(!storage.exists(&gone).await);
+        shrunk.streams.clear();
+        plane
+            .on_applied(&MetadataOp::DeleteStream { id: 0 }, &shrunk)
+            .await
+            .unwrap();
+        assert_eq!(plane.totals(None, None), Totals::default());
+        assert!(!storage.exists(Path::new("/data/streams/0")).await);
+        plane.close().await.unwrap();
+    });
+}
+
+#[test]
+fn send_poll_auto_commit_and_offsets() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        let meta = metadata(2, &[]);
+        plane.open_all(&meta).await.unwrap();
+        for _ in 0..4 {
+            send(&plane, &meta, 3).await;
+        }
+        let stats = plane.partition_stats(key(0)).unwrap();
+        assert_eq!((stats.messages_count, stats.current_offset), (6, 5));
+        assert_eq!(plane.totals(None, None).messages_count, 12);
+
+        let selector = poll_selector(ConsumerKind::Consumer, Some(0), 4);
+        let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
+        assert_eq!(plan.start, segment::log::ReadStart::Offset(0));
+        let polled = plane.poll(&plan).await.unwrap();
+        assert_eq!(polled.records.messages_count, 4);
+        assert_eq!(polled.context.incarnation, 1);
+        let body = polled.encode(Dialect::V0_12_2);
+        let decoded = decode_exact::<PolledMessages<'_>>(&body, Dialect::V0_12_2).unwrap();
+        assert_eq!((decoded.messages_count, decoded.current_offset), (4, 5));
+        assert_eq!(polled.encode(Dialect::V0_11_0).len(), body.len() - 24);
+
+        let offsets = OffsetSelector {
+            consumer: selector.consumer.clone(),
+            stream_id: Identifier::Numeric(0),
+            topic_id: Identifier::Numeric(0),
+            partition: OptionalPartition(Some(0)),
+        };
+        let stored = plane.get_offset(&meta, &offsets).unwrap().unwrap();
+        assert_eq!((stored.stored_offset, stored.current_offset), (3, 5));
+        let next = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
+        assert_eq!(next.start, segment::log::ReadStart::Offset(4));
+
+        assert_eq!(
+            plane.plan_store_offset(&meta, &offsets, 6).err(),
+            Some(ErrorCode::InvalidOffset)
+        );
+        let store = plane.plan_store_offset(&meta, &offsets, 5).unwrap();
+        plane.store_offset(&store, 5).await.unwrap();
+        let delete = plane.plan_delete_offset(&meta, &offsets).unwrap();
+        assert!(plane.delete_offset(&delete).await.unwrap());
+        assert_eq!(
+            plane.plan_delete_offset(&meta, &offsets).err(),
+            Some(ErrorCode::ConsumerOffsetNotFound)
+        );
+        let mut empty_partition = offsets.clone();
+        empty_partition.partition = OptionalPartition(Some(9));
+        assert_eq!(
+            plane.get_offset(&meta, &empty_partition),
+            Err(ErrorCode::PartitionNotFound)
+        );
+        plane.purge(0, Some(0)).await.unwrap();
+        assert_eq!(plane.totals(None, None).messages_count, 0);
+    });
+}
+
+#[test]
+fn send_refusals_and_key_partitioning() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        let meta = metadata(3, &[]);
+        plane.open_all(&meta).await.unwrap();
+        let bytes = batch(1, None);
+        let refused = |partitioning, incarnation| {
+            plane
+                .plan_send(&meta, &send_request(&bytes, partitioning), incarnation)
+                .err()
+        };
+        assert_eq!(
+            refused(Partitioning::PartitionId(3), 0),
+            Some(ErrorCode::PartitionNotFound)
+        );
+        assert_eq!(
+            refused(Partitioning::PartitionId(1), 9),
+            Some(ErrorCode::HistoryUnavailable)
+        );
+        assert_eq!(refused(Partitioning::PartitionId(1), 2), None);
+        let key_bytes = proto::codec::ShortBytes::new(b"key".to_vec()).unwrap();
+        let expected = xxhash_rust::xxh32::xxh32(b"key", 0) % 3;
+        let plan = plane
+            .plan_send(
+                &meta,
+                &send_request(&bytes, Partitioning::MessagesKey(key_bytes)),
+                0,
+            )
+            .unwrap();
+        assert_eq!(plan.key.partition_id, expected);
+        let producer = proto::batch::Producer {
+            producer_id: 1,
+            epoch: 0,
+            base_sequence: 0,
+        };
+        let with_producer = batch(1, Some(producer));
+        let balanced = send_request(&with_producer, Partitioning::Balanced);
+        assert_eq!(
+            plane.plan_send(&meta, &balanced, 0).err(),
+            Some(ErrorCode::ProducerPartitionRequired)
+        );
+    });
+}
+
+#[test]
+fn group_polls_check_membership_and_ownership() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        let meta = metadata(2, &[0]);
+        plane.open_all(&meta).await.unwrap();
+        send(&plane, &meta, 1).await;
+        let group = GroupKey {
+            stream_id: 0,
+            topic_id: 0,
+            group_id: 0,
+        };
+        let selector = poll_selector(ConsumerKind::ConsumerGroup, Some(1), 10);
+        let refusal = plane.plan_poll(&meta, &request(&selector, 5)).err();
+        assert_eq!(
+            refusal,
+            Some(PollRefusal::Status(ErrorCode::ConsumerGroupMemberNotFound))
+        );
+        let mut legacy = request(&selector, 5);
+        legacy.dialect = Dialect::V0_11_0;
+        assert_eq!(
+            plane.plan_poll(&meta, &legacy).err(),
+            Some(PollRefusal::Empty {
+                partition_id: u32::MAX
+            })
+        );
+        plane.with_group(group, |group| group.join(5, 0)).unwrap();
+        plane.with_group(group, |group| group.join(6, 0)).unwrap();
+        let assigned = plane.with_group(group, |group| group.sync(6, 0)).unwrap();
+        assert_eq!(assigned, Some(vec![]));
+        assert_eq!(
+            plane
+                .plan_poll(&meta, &request(&selector, 5))
+                .unwrap()
+                .key
+                .partition_id,
+            1
+        );
+        plane.with_group(group, |group| group.sync(5, 0)).unwrap();
+        assert_eq!(
+            plane.plan_poll(&meta, &request(&selector, 5)).err(),
+            Some(PollRefusal::Status(
+                ErrorCode::ConsumerGroupPartitionNotOwned
+            ))
+        );
+        let plan = plane.plan_poll(&meta, &request(&selector, 6)).unwrap();
+        assert_eq!(
+            plan.auto_commit,
+            Some(segment::offsets::OffsetOwner::Group(0))
+        );
+        assert!(plan.context.owner_generation > 0);
+        let no_partition = poll_selector(ConsumerKind::ConsumerGroup, None, 10);
+        assert_eq!(
+            plane.plan_poll(&meta, &request(&no_partition, 6)).err(),
+            Some(PollRefusal::Empty { partition_id: 0 })
+        );
+        plane.leave_all_groups(6, 1);
+        assert_eq!(
+            plane.with_group(group, |group| group.members_count()),
+            Some(1)
+        );
+        plane
+            .on_applied(
+                &MetadataOp::DeleteConsumerGroup {
+                    stream_id: 0,
+                    topic_id: 0,
+                    id: 0,
+                },
+                &metadata(2, &[]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(plane.with_group(group, |group| group.generation()), None);
+    });
+}
+
+fn key(partition_id: u32) -> PartitionKey {
+    PartitionKey {
+        stream_id: 0,
+        topic_id: 0,
+        partition_id,
+    }
+}

@@ -1,0 +1,271 @@
+//! The consumer-group family (600–606, PROTOCOL.md §4.9): groups themselves are metadata
+//! (create/delete go through `server.commit`); membership, assignment and generations live in
+//! the data plane's [`crate::data::GroupRuntime`]s, keyed by the header's VSR client id.
+
+use proto::ErrorCode;
+use proto::codec::{Writer, encode_to_vec};
+use proto::commands::Request;
+use proto::commands::groups::{
+    ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupMember, ConsumerGroupResponse,
+    ConsumerGroups,
+};
+use proto::header::{Operation, RequestHeader};
+use proto::primitives::Identifier;
+use proto::result::ResultSection;
+use proto::{Dialect, codec::WireName};
+
+use super::messages::now_us;
+use crate::connection::Connection;
+use crate::data::{DataPlane, GroupKey, resolve_group, resolve_topic};
+use crate::metadata::{Metadata, MetadataOp};
+use crate::outcome::Outcome;
+use crate::server::Server;
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let operation = header.operation().unwrap_or(Operation::NonReplicated);
+    let commit = server.metadata.borrow().commit;
+    let (client_id, dialect, now) = (header.client.get(), connection.dialect, now_us());
+    let result = match request {
+        Request::GetConsumerGroup(get) => {
+            let metadata = server.metadata.borrow();
+            group_key(&metadata, &get.stream_id, &get.topic_id, &get.group_id).map(|key| {
+                key.ok()
+                    .and_then(|key| details(&metadata, &server.data, key))
+                    .map_or_else(Vec::new, |details| encode_to_vec(&details, dialect))
+            })
+        }
+        Request::GetConsumerGroups(list) => {
+            let metadata = server.metadata.borrow();
+            list_groups(&metadata, &server.data, &list.stream_id, &list.topic_id)
+                .map(|groups| encode_to_vec(&groups, dialect))
+        }
+        Request::CreateConsumerGroup(create) => {
+            create_group(
+                server,
+                &create.stream_id,
+                &create.topic_id,
+                &create.name,
+                dialect,
+            )
+            .await
+        }
+        Request::DeleteConsumerGroup(delete) => {
+            let key = {
+                let metadata = server.metadata.borrow();
+                group_key(
+                    &metadata,
+                    &delete.stream_id,
+                    &delete.topic_id,
+                    &delete.group_id,
+                )
+            };
+            match key.and_then(|key| key) {
+                Ok(key) => {
+                    let op = MetadataOp::DeleteConsumerGroup {
+                        stream_id: key.stream_id,
+                        topic_id: key.topic_id,
+                        id: key.group_id,
+                    };
+                    server.commit(op).await.map(|_| result_ok(dialect, &[]))
+                }
+                Err(code) => Err(code),
+            }
+        }
+        request @ (Request::JoinConsumerGroup(_)
+        | Request::LeaveConsumerGroup(_)
+        | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, dialect, now),
+        _ => Err(ErrorCode::InvalidCommand),
+    };
+    match result {
+        Ok(body) => Outcome::ok(operation, body, commit),
+        Err(code) => Outcome::refused(operation, code, commit),
+    }
+}
+
+/// `JOIN` (604), `LEAVE` (605) and `SYNC` (606): the caller's membership.
+fn membership(
+    server: &Server,
+    request: Request<'_>,
+    client_id: u128,
+    dialect: Dialect,
+    now: u64,
+) -> Result<Vec<u8>, ErrorCode> {
+    match request {
+        Request::JoinConsumerGroup(join) => {
+            let key = {
+                let metadata = server.metadata.borrow();
+                group_key(&metadata, &join.stream_id, &join.topic_id, &join.group_id)
+            };
+            key.and_then(|key| key).and_then(|key| {
+                server
+                    .data
+                    .with_group(key, |group| group.join(client_id, now))
+                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)
+                    .map(|_| result_ok(dialect, &[]))
+            })
+        }
+        Request::LeaveConsumerGroup(leave) => {
+            let key = {
+                let metadata = server.metadata.borrow();
+                group_key(
+                    &metadata,
+                    &leave.stream_id,
+                    &leave.topic_id,
+                    &leave.group_id,
+                )
+            };
+            key.and_then(|key| key).and_then(|key| {
+                server
+                    .data
+                    .with_group(key, |group| group.leave(client_id, now))
+                    .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
+                    .map(|()| result_ok(dialect, &[]))
+            })
+        }
+        Request::SyncConsumerGroup(sync) => {
+            let key = {
+                let metadata = server.metadata.borrow();
+                group_key(&metadata, &sync.stream_id, &sync.topic_id, &sync.group_id)
+            };
+            key.map(|key| {
+                let assignment = key.ok().and_then(|key| {
+                    server.data.with_group(key, |group| {
+                        let partition_ids = group.sync(client_id, now)?;
+                        Some(ConsumerGroupAssignment {
+                            generation: group.generation(),
+                            partition_ids,
+                        })
+                    })?
+                });
+                assignment.map_or_else(Vec::new, |reply| encode_to_vec(&reply, dialect))
+            })
+        }
+        _ => Err(ErrorCode::InvalidCommand),
+    }
+}
+
+/// The group's key; the outer error is a missing stream/topic, the inner one an unknown
+/// group (some commands answer that with an empty body rather than a status).
+fn group_key(
+    metadata: &Metadata,
+    stream: &Identifier,
+    topic: &Identifier,
+    group: &Identifier,
+) -> Result<Result<GroupKey, ErrorCode>, ErrorCode> {
+    let (stream_id, topic) = resolve_topic(metadata, stream, topic)?;
+    Ok(resolve_group(topic, group)
+        .map(|group_id| GroupKey {
+            stream_id,
+            topic_id: topic.id,
+            group_id,
+        })
+        .ok_or(ErrorCode::ConsumerGroupIdNotFound))
+}
+
+fn details(metadata: &Metadata, data: &DataPlane, key: GroupKey) -> Option<ConsumerGroupDetails> {
+    let topic = metadata
+        .streams
+        .get(&key.stream_id)?
+        .topics
+        .get(&key.topic_id)?;
+    let group = topic.groups.get(&key.group_id)?;
+    let members = data
+        .with_group(key, |runtime| runtime.members())
+        .unwrap_or_default();
+    Some(ConsumerGroupDetails {
+        group: ConsumerGroupResponse {
+            id: group.id,
+            partitions_count: u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX),
+            members_count: u32::try_from(members.len()).unwrap_or(u32::MAX),
+            name: WireName::new(group.name.clone())?,
+        },
+        members: members
+            .into_iter()
+            .map(|member| ConsumerGroupMember {
+                id: member.slot,
+                partition_ids: member.partitions,
+            })
+            .collect(),
+    })
+}
+
+fn list_groups(
+    metadata: &Metadata,
+    data: &DataPlane,
+    stream: &Identifier,
+    topic: &Identifier,
+) -> Result<ConsumerGroups, ErrorCode> {
+    let (stream_id, topic) = resolve_topic(metadata, stream, topic)?;
+    let groups = topic
+        .groups
+        .keys()
+        .filter_map(|group_id| {
+            let key = GroupKey {
+                stream_id,
+                topic_id: topic.id,
+                group_id: *group_id,
+            };
+            details(metadata, data, key).map(|details| details.group)
+        })
+        .collect();
+    Ok(ConsumerGroups(groups))
+}
+
+async fn create_group(
+    server: &Server,
+    stream: &Identifier,
+    topic: &Identifier,
+    name: &WireName,
+    dialect: Dialect,
+) -> Result<Vec<u8>, ErrorCode> {
+    let op = {
+        let metadata = server.metadata.borrow();
+        let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
+        if topic
+            .groups
+            .values()
+            .any(|group| group.name == name.as_str())
+        {
+            return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
+        }
+        MetadataOp::CreateConsumerGroup {
+            stream_id,
+            topic_id: topic.id,
+            id: topic.next_group_id,
+            name: name.as_str().to_owned(),
+            created_at: now_us(),
+        }
+    };
+    let MetadataOp::CreateConsumerGroup {
+        stream_id,
+        topic_id,
+        id,
+        ..
+    } = op
+    else {
+        return Err(ErrorCode::Error);
+    };
+    server.commit(op.clone()).await?;
+    let metadata = server.metadata.borrow();
+    let key = GroupKey {
+        stream_id,
+        topic_id,
+        group_id: id,
+    };
+    let details = details(&metadata, &server.data, key).ok_or(ErrorCode::Error)?;
+    Ok(result_ok(dialect, &encode_to_vec(&details, dialect)))
+}
+
+/// A success result section followed by `payload`.
+fn result_ok(dialect: Dialect, payload: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut writer = Writer::new(&mut body, dialect);
+    ResultSection::Ok.encode(&mut writer);
+    body.extend_from_slice(payload);
+    body
+}

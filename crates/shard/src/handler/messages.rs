@@ -1,0 +1,164 @@
+//! The message family: `SEND_MESSAGES` (101), `POLL_MESSAGES` (100), `POLL_MESSAGES_DEFERRED`
+//! (106) and `FETCH_MESSAGES` (109). Planning runs against a short borrow of the metadata;
+//! the I/O runs on the partition tasks of [`crate::data::DataPlane`] afterwards.
+//!
+//! Assumes the `Server` fields of SHARD_PLAN.md: `metadata: RefCell<Metadata>` and
+//! `data: DataPlane`. Cancellation of parked requests (108) is SERVER's: it should pass the
+//! `Cancel` it registers for (client, request) instead of the local one below.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use proto::ErrorCode;
+use proto::codec::encode_to_vec;
+use proto::commands::Request;
+use proto::header::{Operation, PartitionContext, RequestHeader};
+
+use crate::connection::Connection;
+use crate::data::{Cancel, PollRefusal, PollRequest, Polled};
+use crate::outcome::Outcome;
+use crate::server::Server;
+
+/// Budget of a `POLL_MESSAGES` (100) reply, which carries none of its own.
+const POLL_BYTES_DEFAULT: u64 = 16 << 20;
+
+/// Wall-clock µs since the epoch, for append stamps and group heartbeats.
+pub(crate) fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let operation = header.operation().unwrap_or(Operation::NonReplicated);
+    let commit = server.metadata.borrow().commit;
+    let client_id = header.client.get();
+    let context = PartitionContext {
+        incarnation: header.partition_incarnation.get(),
+        owner_generation: header.owner_generation.get(),
+        metadata_op: header.minimum_metadata_op.get(),
+    };
+    let dialect = connection.dialect;
+    match request {
+        Request::SendMessages(send) => {
+            send_messages(
+                server,
+                operation,
+                commit,
+                &send,
+                context.incarnation,
+                dialect,
+            )
+            .await
+        }
+        Request::PollMessages(selector) => {
+            let request = PollRequest {
+                selector: &selector,
+                client_id,
+                dialect,
+                context,
+                max_bytes: POLL_BYTES_DEFAULT,
+                now_us: now_us(),
+            };
+            poll(server, operation, commit, &request, None).await
+        }
+        Request::PollMessagesDeferred(deferred) => {
+            let request = PollRequest {
+                selector: &deferred.selector,
+                client_id,
+                dialect,
+                context,
+                max_bytes: u64::from(deferred.max_bytes),
+                now_us: now_us(),
+            };
+            let wait = Some((deferred.min_count, deferred.wait_us));
+            poll(server, operation, commit, &request, wait).await
+        }
+        Request::FetchMessages(fetch) => {
+            let plan = {
+                let metadata = server.metadata.borrow();
+                server
+                    .data
+                    .plan_fetch(&metadata, &fetch, client_id, now_us())
+            };
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err(code) => return Outcome::refused(operation, code, commit),
+            };
+            match server.data.fetch(&plan, &Cancel::new()).await {
+                Ok(fetched) => Outcome::ok(operation, fetched.encode(), commit),
+                Err(error) => Outcome::refused(operation, error.code(), commit),
+            }
+        }
+        _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+    }
+}
+
+/// `SEND_MESSAGES` (101): plan, append, confirm.
+async fn send_messages(
+    server: &Server,
+    operation: Operation,
+    commit: u64,
+    send: &proto::commands::messages::SendMessages<'_>,
+    incarnation: u64,
+    dialect: proto::Dialect,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server.data.plan_send(&metadata, send, incarnation)
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(code) => return Outcome::refused(operation, code, commit),
+    };
+    match server
+        .data
+        .send(&plan, send.batch.as_bytes().to_vec(), now_us())
+        .await
+    {
+        Ok(confirmations) => Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit),
+        Err(error) => Outcome::refused(operation, error.code(), commit),
+    }
+}
+
+/// Plans and runs a poll; `wait` = (min_count, wait_us) for a deferred one.
+async fn poll(
+    server: &Server,
+    operation: Operation,
+    commit: u64,
+    request: &PollRequest<'_>,
+    wait: Option<(u32, u64)>,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server.data.plan_poll(&metadata, request)
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(PollRefusal::Status(code)) => return Outcome::refused(operation, code, commit),
+        Err(PollRefusal::Empty { partition_id }) => {
+            let body = Polled::empty(partition_id).encode(request.dialect);
+            return Outcome::ok(operation, body, commit);
+        }
+    };
+    let polled = match wait {
+        Some((min_count, wait_us)) => {
+            let cancel = Cancel::new();
+            server
+                .data
+                .poll_deferred(&plan, min_count, wait_us, &cancel)
+                .await
+        }
+        None => server.data.poll(&plan).await,
+    };
+    match polled {
+        Ok(polled) => Outcome::ok(operation, polled.encode(request.dialect), commit),
+        Err(error) => Outcome::refused(operation, error.code(), commit),
+    }
+}

@@ -1,0 +1,144 @@
+//! Credentials: argon2id password hashes (PHC strings), personal access tokens (50 random
+//! bytes, base64url; only their SHA-256 hex is stored), and the login checks over
+//! [`Metadata`].
+//!
+//! Hashing and minting draw randomness, so they run before an op is built: the op carries
+//! the finished hash and `apply` stays deterministic.
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use proto::ErrorCode;
+use sha2::{Digest, Sha256};
+
+use super::model::{Metadata, User, UserStatus};
+
+/// Random bytes in a minted token.
+pub const TOKEN_BYTES: usize = 50;
+/// Random bytes in a password salt.
+const SALT_BYTES: usize = 16;
+
+/// Hashing or randomness failed: the operation cannot go ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    #[error("the system random source failed")]
+    Random(#[source] getrandom::Error),
+    #[error("argon2 hashing failed")]
+    Hash(#[source] argon2::password_hash::Error),
+}
+
+/// An argon2id PHC string of `password` with a fresh random salt.
+pub fn hash_password(password: &str) -> Result<String, CredentialError> {
+    let mut salt = [0_u8; SALT_BYTES];
+    getrandom::fill(&mut salt).map_err(CredentialError::Random)?;
+    let hash = Argon2::default()
+        .hash_password_with_salt(password.as_bytes(), &salt)
+        .map_err(CredentialError::Hash)?;
+    Ok(hash.to_string())
+}
+
+/// Whether `password` matches the stored PHC string (a malformed hash matches nothing).
+pub fn verify_password(password: &str, password_hash: &str) -> bool {
+    Argon2::default()
+        .verify_password(password.as_bytes(), password_hash)
+        .is_ok()
+}
+
+/// A minted token: the clear text (returned to the client once) and the hash to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MintedToken {
+    pub token: String,
+    pub token_hash: String,
+}
+
+/// Mints a personal access token.
+pub fn mint_token() -> Result<MintedToken, CredentialError> {
+    let mut bytes = [0_u8; TOKEN_BYTES];
+    getrandom::fill(&mut bytes).map_err(CredentialError::Random)?;
+    let token = URL_SAFE_NO_PAD.encode(bytes);
+    let token_hash = token_hash(&token);
+    Ok(MintedToken { token, token_hash })
+}
+
+/// The lowercase hex SHA-256 of a clear token: what is stored and looked up.
+pub fn token_hash(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(hex_digit(byte >> 4));
+        hex.push(hex_digit(byte & 0x0f));
+    }
+    hex
+}
+
+fn hex_digit(nibble: u8) -> char {
+    char::from_digit(u32::from(nibble), 16).unwrap_or('0')
+}
+
+impl Metadata {
+    /// Password login: the user's id, or `42 InvalidCredentials` (unknown user or wrong
+    /// password, indistinguishable), `47 UserInactive`.
+    pub fn authenticate(&self, username: &str, password: &str) -> Result<u32, ErrorCode> {
+        let user = self
+            .user_by_name(username)
+            .ok_or(ErrorCode::InvalidCredentials)?;
+        if !verify_password(password, &user.password_hash) {
+            return Err(ErrorCode::InvalidCredentials);
+        }
+        active(user)
+    }
+
+    /// Token login at `now_micros`: the owner's id, or `53 InvalidPersonalAccessToken`,
+    /// `54 PersonalAccessTokenExpired`, `47 UserInactive`.
+    pub fn authenticate_token(&self, token: &str, now_micros: u64) -> Result<u32, ErrorCode> {
+        let hash = token_hash(token);
+        let (user, found) = self
+            .users
+            .values()
+            .find_map(|user| {
+                let found = user.tokens.values().find(|t| t.token_hash == hash)?;
+                Some((user, found))
+            })
+            .ok_or(ErrorCode::InvalidPersonalAccessToken)?;
+        if found.expiry_at.is_some_and(|expiry| expiry <= now_micros) {
+            return Err(ErrorCode::PersonalAccessTokenExpired);
+        }
+        active(user)
+    }
+}
+
+fn active(user: &User) -> Result<u32, ErrorCode> {
+    match user.status {
+        UserStatus::Active => Ok(user.id),
+        UserStatus::Inactive => Err(ErrorCode::UserInactive),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_hashes_verify_and_are_salted() {
+        let first = hash_password("secret").unwrap();
+        let second = hash_password("secret").unwrap();
+        assert!(first.starts_with("$argon2id$"));
+        assert_ne!(first, second);
+        assert!(verify_password("secret", &first));
+        assert!(!verify_password("Secret", &first));
+        assert!(!verify_password("secret", "not a phc string"));
+    }
+
+    #[test]
+    fn tokens_are_random_and_hashed_as_sha256_hex() {
+        let token = mint_token().unwrap();
+        assert_eq!(token.token.len(), 67);
+        assert_ne!(token.token, mint_token().unwrap().token);
+        assert_eq!(token.token_hash, token_hash(&token.token));
+        assert_eq!(
+            token_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,447 @@
+//! Tests of the state machine as a whole: apply, the op codec, the journal (torn tails,
+//! replay), and property tests over random op sequences.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use proptest::prelude::*;
+use proto::codec::WireName;
+use proto::primitives::{OptionsBlock, Permissions, TlvEntry};
+use segment::log::Durability;
+use segment::storage::memory::{CrashMode, MemoryStorage};
+
+use super::journal::{ENTRY_HEADER_BYTES, encode_entry, replay};
+use super::op_codec::{decode_op, encode_op};
+use super::*;
+
+/// Drives a `MemoryStorage` future, which completes on its first poll.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut context = Context::from_waker(Waker::noop());
+    match pin!(future).poll(&mut context) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("memory storage futures are always ready"),
+    }
+}
+
+const JOURNAL: &str = "/data/metadata/journal.wal";
+
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof!["[a-c]{1,2}", "\\PC{1,6}"]
+}
+
+fn options() -> impl Strategy<Value = OptionsBlock> {
+    let key = "[a-z_]{1,12}".prop_map(|key| WireName::new(key).unwrap());
+    let value = prop_oneof![
+        any::<u64>().prop_map(TlvEntry::uint64),
+        any::<bool>().prop_map(TlvEntry::boolean),
+        "[a-z]{1,8}".prop_map(|text| TlvEntry::string(&text).unwrap()),
+    ];
+    proptest::collection::btree_map(key, value, 0..3)
+        .prop_map(|entries| OptionsBlock(entries.into_iter().collect()))
+}
+
+fn settings() -> impl Strategy<Value = TopicSettings> {
+    (
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<u64>()),
+        any::<u64>(),
+        any::<bool>(),
+        any::<u32>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(expiry, max, segment, persisted, count, gzip, fixed)| {
+            let durability = if persisted {
+                Durability::Persisted
+            } else {
+                Durability::Replicated
+            };
+            TopicSettings {
+                message_expiry_us: expiry,
+                max_topic_size_bytes: max,
+                segment_size_bytes: segment,
+                durability,
+                consumer_offset_durability: durability,
+                messages_required_to_save: count,
+                size_of_messages_required_to_save: segment / 3,
+                compression_gzip: gzip,
+                replication_factor: count / 7,
+                preallocate_segments: !gzip,
+                partitions_fixed: fixed,
+            }
+        })
+}
+
+fn permissions() -> impl Strategy<Value = Option<Permissions>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Permissions::root())),
+        Just(Some(Permissions::default())),
+    ]
+}
+
+fn status() -> impl Strategy<Value = UserStatus> {
+    prop_oneof![Just(UserStatus::Active), Just(UserStatus::Inactive)]
+}
+
+fn stream_op() -> impl Strategy<Value = MetadataOp> {
+    let id = 0_u32..4;
+    prop_oneof![
+        (id.clone(), name(), any::<u64>(), options()).prop_map(
+            |(id, name, created_at, options)| {
+                MetadataOp::CreateStream {
+                    id,
+                    name,
+                    created_at,
+                    options,
+                }
+            }
+        ),
+        (
+            id.clone(),
+            proptest::option::of(name()),
+            proptest::option::of(options())
+        )
+            .prop_map(|(id, name, options)| MetadataOp::UpdateStream { id, name, options }),
+        id.prop_map(|id| MetadataOp::DeleteStream { id }),
+    ]
+}
+
+fn topic_op() -> impl Strategy<Value = MetadataOp> {
+    let id = 0_u32..4;
+    prop_oneof![
+        (
+            id.clone(),
+            id.clone(),
+            name(),
+            any::<u64>(),
+            0_u32..4,
+            options(),
+            settings()
+        )
+            .prop_map(
+                |(stream_id, id, name, created_at, partitions_count, options, settings)| {
+                    MetadataOp::CreateTopic {
+                        stream_id,
+                        id,
+                        name,
+                        created_at,
+                        partitions_count,
+                        options,
+                        settings,
+                    }
+                }
+            ),
+        (
+            id.clone(),
+            id.clone(),
+            proptest::option::of(name()),
+            proptest::option::of(options()),
+            proptest::option::of(settings())
+        )
+            .prop_map(|(stream_id, id, name, options, settings)| {
+                MetadataOp::UpdateTopic {
+                    stream_id,
+                    id,
+                    name,
+                    options,
+                    settings,
+                }
+            }),
+        (id.clone(), id).prop_map(|(stream_id, id)| MetadataOp::DeleteTopic { stream_id, id }),
+    ]
+}
+
+fn topic_child_op() -> impl Strategy<Value = MetadataOp> {
+    let id = 0_u32..4;
+    prop_oneof![
+        (id.clone(), id.clone(), 0_u32..5, any::<u64>()).prop_map(
+            |(stream_id, topic_id, count, created_at)| MetadataOp::CreatePartitions {
+                stream_id,
+                topic_id,
+                count,
+                created_at,
+            }
+        ),
+        (id.clone(), id.clone(), 0_u32..5).prop_map(|(stream_id, topic_id, count)| {
+            MetadataOp::DeletePartitions {
+                stream_id,
+                topic_id,
+                count,
+            }
+        }),
+        (id.clone(), id.clone(), id.clone(), name(), any::<u64>()).prop_map(
+            |(stream_id, topic_id, id, name, created_at)| MetadataOp::CreateConsumerGroup {
+                stream_id,
+                topic_id,
+                id,
+                name,
+                created_at,
+            }
+        ),
+        (id.clone(), id.clone(), id).prop_map(|(stream_id, topic_id, id)| {
+            MetadataOp::DeleteConsumerGroup {
+                stream_id,
+                topic_id,
+                id,
+            }
+        }),
+    ]
+}
+
+fn user_op() -> impl Strategy<Value = MetadataOp> {
+    let id = 0_u32..4;
+    prop_oneof![
+        (
+            id.clone(),
+            name(),
+            name(),
+            status(),
+            permissions(),
+            any::<u64>()
+        )
+            .prop_map(
+                |(id, username, password_hash, status, permissions, created_at)| {
+                    MetadataOp::CreateUser {
+                        id,
+                        username,
+                        password_hash,
+                        status,
+                        permissions,
+                        created_at,
+                    }
+                }
+            ),
+        (
+            id.clone(),
+            proptest::option::of(name()),
+            proptest::option::of(status())
+        )
+            .prop_map(|(id, username, status)| MetadataOp::UpdateUser {
+                id,
+                username,
+                status,
+            }),
+        id.clone().prop_map(|id| MetadataOp::DeleteUser { id }),
+        (id.clone(), name())
+            .prop_map(|(id, password_hash)| MetadataOp::ChangePassword { id, password_hash }),
+        (id.clone(), permissions())
+            .prop_map(|(id, permissions)| MetadataOp::UpdatePermissions { id, permissions }),
+        (
+            id.clone(),
+            name(),
+            name(),
+            proptest::option::of(any::<u64>())
+        )
+            .prop_map(|(user_id, name, token_hash, expiry_at)| {
+                MetadataOp::CreatePersonalAccessToken {
+                    user_id,
+                    name,
+                    token_hash,
+                    expiry_at,
+                }
+            }),
+        (id, name())
+            .prop_map(|(user_id, name)| MetadataOp::DeletePersonalAccessToken { user_id, name }),
+    ]
+}
+
+fn any_op() -> impl Strategy<Value = MetadataOp> {
+    prop_oneof![stream_op(), topic_op(), topic_child_op(), user_op()]
+}
+
+fn apply_all(ops: &[MetadataOp]) -> (Metadata, Vec<Result<(), ApplyError>>) {
+    let mut metadata = Metadata::default();
+    let results = ops.iter().map(|op| metadata.apply(op)).collect();
+    (metadata, results)
+}
+
+proptest! {
+    #[test]
+    fn op_codec_round_trips(op in any_op()) {
+        prop_assert_eq!(decode_op(&encode_op(&op)).unwrap(), op);
+    }
+
+    #[test]
+    fn op_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let _ = decode_op(&bytes);
+    }
+
+    #[test]
+    fn apply_is_deterministic_and_counts_successes(
+        ops in proptest::collection::vec(any_op(), 0..40)
+    ) {
+        let (first, results) = apply_all(&ops);
+        let (second, _) = apply_all(&ops);
+        prop_assert_eq!(&first, &second);
+        let applied = results.iter().filter(|result| result.is_ok()).count();
+        prop_assert_eq!(first.commit, u64::try_from(applied).unwrap());
+    }
+
+    #[test]
+    fn refused_ops_change_nothing(ops in proptest::collection::vec(any_op(), 0..40)) {
+        let mut metadata = Metadata::default();
+        for op in &ops {
+            let before = metadata.clone();
+            if metadata.apply(op).is_err() {
+                prop_assert_eq!(&metadata, &before);
+            }
+        }
+    }
+
+    #[test]
+    fn journal_replay_rebuilds_the_same_state(
+        ops in proptest::collection::vec(any_op(), 0..20)
+    ) {
+        let storage = MemoryStorage::new();
+        let (mut journal, replayed) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
+        prop_assert!(replayed.is_empty());
+        let mut metadata = Metadata::default();
+        for op in &ops {
+            if metadata.clone().apply(op).is_ok() {
+                ready(journal.append(op)).unwrap();
+                metadata.apply(op).unwrap();
+            }
+        }
+        storage.crash(CrashMode::DropUnsynced);
+        let (_journal, replayed) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
+        let mut rebuilt = Metadata::default();
+        for op in &replayed {
+            rebuilt.apply(op).unwrap();
+        }
+        prop_assert_eq!(rebuilt, metadata);
+    }
+}
+
+fn sample_ops() -> Vec<MetadataOp> {
+    vec![
+        MetadataOp::CreateStream {
+            id: 0,
+            name: String::from("orders"),
+            created_at: 1,
+            options: OptionsBlock::default(),
+        },
+        MetadataOp::CreateTopic {
+            stream_id: 0,
+            id: 0,
+            name: String::from("eu"),
+            created_at: 2,
+            partitions_count: 2,
+            options: OptionsBlock::default(),
+            settings: TopicSettings::default(),
+        },
+        MetadataOp::CreatePartitions {
+            stream_id: 0,
+            topic_id: 0,
+            count: 1,
+            created_at: 3,
+        },
+    ]
+}
+
+#[test]
+fn partitions_are_dense_and_carry_their_creating_commit() {
+    let (metadata, results) = apply_all(&sample_ops());
+    assert!(results.iter().all(Result::is_ok));
+    let topic = &metadata.streams[&0].topics[&0];
+    let incarnations: Vec<_> = topic
+        .partitions
+        .values()
+        .map(|p| (p.id, p.incarnation))
+        .collect();
+    assert_eq!(incarnations, [(0, 2), (1, 2), (2, 3)]);
+    assert_eq!(metadata.commit, 3);
+}
+
+#[test]
+fn deleting_partitions_removes_the_highest_ids() {
+    let mut ops = sample_ops();
+    ops.push(MetadataOp::DeletePartitions {
+        stream_id: 0,
+        topic_id: 0,
+        count: 2,
+    });
+    let (metadata, _) = apply_all(&ops);
+    let ids: Vec<_> = metadata.streams[&0].topics[&0]
+        .partitions
+        .keys()
+        .copied()
+        .collect();
+    assert_eq!(ids, [0]);
+    let mut too_many = metadata.clone();
+    let op = MetadataOp::DeletePartitions {
+        stream_id: 0,
+        topic_id: 0,
+        count: 2,
+    };
+    assert!(too_many.apply(&op).is_err());
+    assert_eq!(too_many, metadata);
+}
+
+#[test]
+fn torn_tails_are_truncated_at_every_byte_of_the_last_entry() {
+    let ops = sample_ops();
+    let entries: Vec<Vec<u8>> = ops.iter().map(|op| encode_entry(op).unwrap()).collect();
+    let whole: Vec<u8> = entries.concat();
+    let last_start = whole.len() - entries.last().unwrap().len();
+    for cut in last_start..whole.len() {
+        let storage = MemoryStorage::new();
+        let path = Path::new(JOURNAL);
+        drop(ready(Journal::open(&storage, path)).unwrap());
+        storage.replace(path, whole[..cut].to_vec());
+        let (mut journal, replayed) = ready(Journal::open(&storage, path)).unwrap();
+        assert_eq!(replayed, ops[..2], "cut at {cut}");
+        assert_eq!(storage.contents(path).unwrap().len(), last_start);
+        ready(journal.append(&ops[2])).unwrap();
+        let (_, replayed) = ready(Journal::open(&storage, path)).unwrap();
+        assert_eq!(replayed, ops, "cut at {cut}");
+    }
+}
+
+#[test]
+fn a_flipped_bit_ends_the_replay_at_that_entry() {
+    let ops = sample_ops();
+    let whole: Vec<u8> = ops
+        .iter()
+        .flat_map(|op| encode_entry(op).unwrap())
+        .collect();
+    let second = encode_entry(&ops[0]).unwrap().len();
+    for bit in 0..8 {
+        let mut corrupt = whole.clone();
+        corrupt[second + ENTRY_HEADER_BYTES + 3] ^= 1 << bit;
+        let (replayed, valid) = replay(&corrupt, Path::new(JOURNAL)).unwrap();
+        assert_eq!(replayed, ops[..1]);
+        assert_eq!(valid, second);
+    }
+}
+
+#[test]
+fn an_entry_that_checks_out_but_does_not_decode_is_an_error() {
+    let body = [9_u8, 1, 2, 3];
+    let mut entry = u32::try_from(body.len()).unwrap().to_le_bytes().to_vec();
+    entry.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+    entry.extend_from_slice(&body);
+    let error = replay(&entry, Path::new(JOURNAL)).unwrap_err();
+    assert!(matches!(
+        error,
+        JournalError::Undecodable { position: 0, .. }
+    ));
+}
+
+#[test]
+fn a_failed_sync_closes_the_journal() {
+    let storage = MemoryStorage::new();
+    let (mut journal, _) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
+    storage.set_faults(segment::storage::memory::Faults {
+        sync_errors: 1,
+        ..Default::default()
+    });
+    let op = &sample_ops()[0];
+    assert!(ready(journal.append(op)).is_err());
+    assert!(matches!(
+        ready(journal.append(op)),
+        Err(JournalError::Failed { .. })
+    ));
+}

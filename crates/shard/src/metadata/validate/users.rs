@@ -1,0 +1,176 @@
+//! User requests: `CREATE_USER` (33), `DELETE_USER` (34), 0.11.0 `UPDATE_USER` (35),
+//! `UPDATE_PERMISSIONS` (36), `CHANGE_PASSWORD` (37), and the root user at first boot.
+//!
+//! Passwords are hashed by the caller's `hash` function, after every other check passed:
+//! hashing is slow and random, so it never runs for a request that will be refused.
+
+use proto::ErrorCode;
+use proto::codec::WireName;
+use proto::commands::legacy::UpdateUser;
+use proto::commands::users::{
+    ChangePassword, CreateUser, DeleteUser, UpdatePermissions, UserStatus as WireStatus,
+};
+use proto::primitives::Permissions;
+
+use crate::metadata::auth::verify_password;
+use crate::metadata::options::check_user_create_options;
+use crate::metadata::permissions::{ROOT_USER_ID, can_change_password, can_manage_users, require};
+use crate::metadata::resolve::lowest_free_id;
+use crate::metadata::{Metadata, MetadataOp, User, UserStatus};
+
+/// Username length bounds in bytes (`43 InvalidUsername`).
+pub const USERNAME_LENGTH: core::ops::RangeInclusive<usize> = 3..=50;
+/// Password length bounds in bytes (`44 InvalidPassword`).
+pub const PASSWORD_LENGTH: core::ops::RangeInclusive<usize> = 3..=100;
+
+/// `CREATE_USER`: `41`, `43`, `44`, `46` name taken, `4041` any option key.
+pub fn create_user(
+    metadata: &Metadata,
+    actor: &User,
+    request: &CreateUser,
+    now_micros: u64,
+    hash: impl FnOnce(&str) -> Result<String, ErrorCode>,
+) -> Result<MetadataOp, ErrorCode> {
+    require(can_manage_users(actor))?;
+    check_username(metadata, request.username.as_str(), None)?;
+    check_password(request.password.expose())?;
+    check_user_create_options(&request.options)?;
+    let id = lowest_free_id(metadata.users.keys().copied()).ok_or(ErrorCode::UsersLimitReached)?;
+    Ok(MetadataOp::CreateUser {
+        id,
+        username: String::from(request.username.as_str()),
+        password_hash: hash(request.password.expose())?,
+        status: UserStatus::from(request.status),
+        permissions: request.permissions.clone(),
+        created_at: now_micros,
+    })
+}
+
+/// The root user of a fresh server: id 0, every permission.
+pub fn root_user(username: &str, password_hash: String, now_micros: u64) -> MetadataOp {
+    MetadataOp::CreateUser {
+        id: ROOT_USER_ID,
+        username: String::from(username),
+        password_hash,
+        status: UserStatus::Active,
+        permissions: Some(Permissions::root()),
+        created_at: now_micros,
+    }
+}
+
+/// `DELETE_USER`: `41`, `20`, `48` the root user.
+pub fn delete_user(
+    metadata: &Metadata,
+    actor: &User,
+    request: &DeleteUser,
+) -> Result<MetadataOp, ErrorCode> {
+    require(can_manage_users(actor))?;
+    let user = metadata.user(&request.user_id)?;
+    if user.id == ROOT_USER_ID {
+        return Err(ErrorCode::CannotDeleteUser);
+    }
+    Ok(MetadataOp::DeleteUser { id: user.id })
+}
+
+/// `UPDATE_PERMISSIONS`: `41`, `20`, `49` the root user.
+pub fn update_permissions(
+    metadata: &Metadata,
+    actor: &User,
+    request: &UpdatePermissions,
+) -> Result<MetadataOp, ErrorCode> {
+    require(can_manage_users(actor))?;
+    let user = metadata.user(&request.user_id)?;
+    if user.id == ROOT_USER_ID {
+        return Err(ErrorCode::CannotChangePermissions);
+    }
+    Ok(MetadataOp::UpdatePermissions {
+        id: user.id,
+        permissions: request.permissions.clone(),
+    })
+}
+
+/// `CHANGE_PASSWORD`: `20`, `41` (another user without `manage_users`), `44` bad new
+/// password, `42` wrong current password.
+pub fn change_password(
+    metadata: &Metadata,
+    actor: &User,
+    request: &ChangePassword,
+    hash: impl FnOnce(&str) -> Result<String, ErrorCode>,
+) -> Result<MetadataOp, ErrorCode> {
+    let user = metadata.user(&request.user_id)?;
+    require(can_change_password(actor, user.id))?;
+    check_password(request.new_password.expose())?;
+    if !verify_password(request.current_password.expose(), &user.password_hash) {
+        return Err(ErrorCode::InvalidCredentials);
+    }
+    Ok(MetadataOp::ChangePassword {
+        id: user.id,
+        password_hash: hash(request.new_password.expose())?,
+    })
+}
+
+/// 0.11.0 `UPDATE_USER`: `41`, `20`, `4108` root, `43`/`46` username, `45` status byte,
+/// `4041` any option key.
+pub fn update_user_legacy(
+    metadata: &Metadata,
+    actor: &User,
+    request: &UpdateUser,
+) -> Result<MetadataOp, ErrorCode> {
+    require(can_manage_users(actor))?;
+    let user = metadata.user(&request.user_id)?;
+    if !request.options.is_empty() {
+        return Err(ErrorCode::UnsupportedOptionKey);
+    }
+    let status = match request.status {
+        None => None,
+        Some(byte) => Some(WireStatus::from_u8(byte).ok_or(ErrorCode::InvalidUserStatus)?),
+    };
+    let username = request.username.as_ref().map(WireName::as_str);
+    update_user_op(metadata, user, username, status.map(UserStatus::from))
+}
+
+/// A checked rename and/or status change of `user`.
+pub(super) fn update_user_op(
+    metadata: &Metadata,
+    user: &User,
+    username: Option<&str>,
+    status: Option<UserStatus>,
+) -> Result<MetadataOp, ErrorCode> {
+    if user.id == ROOT_USER_ID && (username.is_some() || status.is_some()) {
+        return Err(ErrorCode::CannotModifyRootUser);
+    }
+    if let Some(username) = username {
+        check_username(metadata, username, Some(user.id))?;
+    }
+    Ok(MetadataOp::UpdateUser {
+        id: user.id,
+        username: username.map(String::from),
+        status,
+    })
+}
+
+fn check_username(
+    metadata: &Metadata,
+    username: &str,
+    except: Option<u32>,
+) -> Result<(), ErrorCode> {
+    if !USERNAME_LENGTH.contains(&username.len()) {
+        return Err(ErrorCode::InvalidUsername);
+    }
+    let taken = metadata
+        .users
+        .values()
+        .any(|user| user.username == username && Some(user.id) != except);
+    if taken {
+        return Err(ErrorCode::UserAlreadyExists);
+    }
+    Ok(())
+}
+
+fn check_password(password: &str) -> Result<(), ErrorCode> {
+    if PASSWORD_LENGTH.contains(&password.len()) {
+        Ok(())
+    } else {
+        Err(ErrorCode::InvalidPassword)
+    }
+}
