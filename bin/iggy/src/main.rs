@@ -16,7 +16,6 @@ use std::rc::Rc;
 
 use futures_util::future::{Either, select};
 use shard::Server;
-use shard::metadata::Metadata;
 use shard::server::ServerInfo;
 
 use crate::cli::Cli;
@@ -49,6 +48,10 @@ enum StartError {
     Random(#[source] getrandom::Error),
     #[error(transparent)]
     Hash(#[from] shard::metadata::auth::CredentialError),
+    #[error("open the server state")]
+    Open(#[from] shard::server::OpenError),
+    #[error("commit the root user (error code {0:?})")]
+    Root(proto::ErrorCode),
 }
 
 fn main() -> ExitCode {
@@ -167,9 +170,10 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
         tcp_port: listeners.tcp_port(),
         started_at_us: shard::server::now_us(),
     };
-    let server = Rc::new(Server::new(info, Metadata::default()));
+    let server = Rc::new(Server::open(info, config.system_path.clone()).await?);
     let hash = shard::metadata::auth::hash_password(&root.password)?;
-    if server.ensure_root_user(&root.username, hash) {
+    let created = server.ensure_root_user(&root.username, hash).await;
+    if created.map_err(StartError::Root)? {
         log::info!("created the root user `{}`", root.username);
         if root.generated {
             println!(
@@ -179,6 +183,9 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
         }
     }
     listeners.serve(Rc::clone(&server), shutdown_signal()).await;
+    if let Err(error) = server.close().await {
+        log::error!("closing the partitions failed: {error}");
+    }
     log::info!("stopped");
     Ok(())
 }

@@ -8,6 +8,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -28,7 +29,6 @@ const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 struct Server {
     child: Child,
     port: u16,
-    _data: tempfile::TempDir,
 }
 
 impl Drop for Server {
@@ -43,22 +43,17 @@ fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-fn start() -> Server {
-    let data = tempfile::tempdir().unwrap();
+fn start(data: &Path, arguments: &[&str]) -> Server {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_iggy"))
-        .arg("--with-default-root-credentials")
+        .args(arguments)
         .env("IGGY_TCP_ADDRESS", format!("127.0.0.1:{port}"))
-        .env("IGGY_SYSTEM_PATH", data.path())
+        .env("IGGY_SYSTEM_PATH", data)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server {
-        child,
-        port,
-        _data: data,
-    };
+    let server = Server { child, port };
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -68,6 +63,15 @@ fn start() -> Server {
         sleep(Duration::from_millis(20));
     }
     server
+}
+
+/// SIGTERM, and the exit status must be 0.
+fn stop(mut server: Server) {
+    let pid = server.child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
 }
 
 fn connect(server: &Server) -> TcpStream {
@@ -111,8 +115,8 @@ fn ping(stream: &mut TcpStream) {
     assert_eq!(reply.len(), 256);
 }
 
-/// Logs in as iggy/iggy and returns the session.
-fn login(stream: &mut TcpStream) -> u64 {
+/// The A.3 login body: iggy/iggy, protocol 0.12.2, bind secret 32 × 0xab.
+fn login_body() -> Vec<u8> {
     let body = LoginRegister {
         version: VersionPrefix::rust_sdk(Dialect::V0_12_2),
         bind_secret: BindSecret([0xab; 32]),
@@ -120,7 +124,12 @@ fn login(stream: &mut TcpStream) -> u64 {
         password: Secret::new("iggy").unwrap(),
         context: String::new(),
     };
-    let body = encode_to_vec(&body, Dialect::V0_12_2);
+    encode_to_vec(&body, Dialect::V0_12_2)
+}
+
+/// Logs in as iggy/iggy and returns the session.
+fn login(stream: &mut TcpStream) -> u64 {
+    let body = login_body();
     assert_eq!(body.len(), 73, "the A.3 body");
     let mut header = RequestHeader::new(CLIENT, Operation::Register, body.len());
     header.request_checksum = 99.into();
@@ -143,7 +152,8 @@ fn login(stream: &mut TcpStream) -> u64 {
 
 #[test]
 fn ping_login_roster_garbage_and_sigterm() {
-    let mut server = start();
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &["--with-default-root-credentials"]);
     let mut stream = connect(&server);
     ping(&mut stream);
     let session = login(&mut stream);
@@ -186,9 +196,27 @@ fn ping_login_roster_garbage_and_sigterm() {
     let mut another = connect(&server);
     ping(&mut another);
 
-    let pid = server.child.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(killed.success());
-    let status = server.child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    stop(server);
+}
+
+#[test]
+fn root_user_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &["--with-default-root-credentials"]);
+    login(&mut connect(&server));
+    stop(server);
+    assert!(data.path().join("metadata/journal.wal").is_file());
+    // No flag now: a first boot would make a random password, a restart keeps iggy/iggy.
+    let server = start(data.path(), &[]);
+    login(&mut connect(&server));
+    stop(server);
+    let server = start(data.path(), &["--fresh"]);
+    let mut stream = connect(&server);
+    let mut header = RequestHeader::new(CLIENT, Operation::Register, 73);
+    header.request_checksum = 1.into();
+    let body = login_body();
+    let eviction = exchange(&mut stream, &header, &body);
+    let eviction = EvictionHeader::parse(&eviction).unwrap();
+    assert_eq!(eviction.reason(), Some(EvictionReason::InvalidCredentials));
+    stop(server);
 }

@@ -7,16 +7,22 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures_util::lock::Mutex;
 
 use proto::codes::CommandCode;
 use proto::commands::Request;
 use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
+use proto::primitives::Permissions;
 use proto::{DecodeError, ErrorCode};
+use segment::storage::compio::CompioStorage;
 
 use crate::connection::{Connection, TransportKind};
+use crate::data::{DataError, DataPlane};
 use crate::handler;
-use crate::metadata::{Metadata, User, UserStatus};
+use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::outcome::Outcome;
 use crate::sessions::Sessions;
 
@@ -24,6 +30,8 @@ use crate::sessions::Sessions;
 pub const SERVER_VERSION: &str = "0.9.0";
 /// `SERVER_VERSION` as the decimal semver stats report (`major·1e6 + minor·1e3 + patch`).
 pub const SERVER_SEMVER: u32 = 9000;
+/// The metadata journal, under `<system.path>/metadata/`.
+pub const JOURNAL_FILE: &str = "journal.wal";
 
 /// What the server says about itself: the one-node roster and start time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +58,10 @@ pub struct ClientRecord {
 #[derive(Debug)]
 pub struct Server {
     pub metadata: RefCell<Metadata>,
+    /// `None` keeps metadata in memory only (tests); commits are serialised by the lock,
+    /// which is held across the journal append and the data plane's follow-up.
+    pub journal: Mutex<Option<Journal<CompioStorage>>>,
+    pub data: DataPlane,
     pub sessions: RefCell<Sessions>,
     pub info: ServerInfo,
     /// Open connections by client number.
@@ -57,11 +69,32 @@ pub struct Server {
     next_client_number: Cell<u32>,
 }
 
+/// Start-up failed: the journal cannot be read or replayed, or partitions cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("create the metadata directory {path}")]
+    Directory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("open the metadata journal")]
+    Journal(#[from] JournalError),
+    #[error("replay the metadata journal")]
+    Replay(#[from] ApplyError),
+    #[error("open the partitions")]
+    Data(#[from] DataError),
+}
+
 impl Server {
-    pub fn new(info: ServerInfo, metadata: Metadata) -> Self {
+    /// A server whose metadata lives only in memory and whose data plane is rooted at
+    /// `root`: for tests, and for callers that replay nothing.
+    pub fn new(info: ServerInfo, metadata: Metadata, root: PathBuf) -> Self {
         let session_seed = info.started_at_us / 1000;
         Self {
             metadata: RefCell::new(metadata),
+            journal: Mutex::new(None),
+            data: DataPlane::new(root),
             sessions: RefCell::new(Sessions::new(session_seed)),
             info,
             clients: RefCell::new(BTreeMap::new()),
@@ -69,25 +102,81 @@ impl Server {
         }
     }
 
-    /// Creates the root user (id 0, every permission) when no user exists yet; says whether
-    /// it did.
-    pub fn ensure_root_user(&self, username: &str, password_hash: String) -> bool {
-        let mut metadata = self.metadata.borrow_mut();
-        if !metadata.users.is_empty() {
-            return false;
+    /// Opens the server on the data directory `root`: replays `metadata/journal.wal` (its
+    /// torn tail truncated) and opens every partition it names.
+    pub async fn open(info: ServerInfo, root: PathBuf) -> Result<Self, OpenError> {
+        let directory = root.join("metadata");
+        std::fs::create_dir_all(&directory).map_err(|source| OpenError::Directory {
+            path: directory.clone(),
+            source,
+        })?;
+        let storage = CompioStorage::new();
+        let (journal, ops) = Journal::open(&storage, &directory.join(JOURNAL_FILE)).await?;
+        let mut metadata = Metadata::default();
+        for op in &ops {
+            metadata.apply(op)?;
         }
-        let root = User {
+        log::info!(
+            "metadata: replayed {} operation(s), commit {}",
+            ops.len(),
+            metadata.commit
+        );
+        let server = Self::new(info, metadata, root);
+        let snapshot = server.metadata.borrow().clone();
+        server.data.open_all(&snapshot).await?;
+        *server.journal.lock().await = Some(journal);
+        Ok(server)
+    }
+
+    /// Commits one metadata operation: applies it to a copy to prove it applies, appends it
+    /// to the journal (fsynced), applies it, then lets the data plane follow. Returns the new
+    /// commit number.
+    pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
+        let mut journal = self.journal.lock().await;
+        let mut next = self.metadata.borrow().clone();
+        if let Err(error) = next.apply(&op) {
+            log::error!("metadata: {op:?} does not apply: {error}");
+            return Err(ErrorCode::Error);
+        }
+        if let Some(journal) = journal.as_mut()
+            && let Err(error) = journal.append(&op).await
+        {
+            log::error!("metadata: journal append failed: {error}");
+            return Err(ErrorCode::Error);
+        }
+        let commit = next.commit;
+        self.metadata.replace(next.clone());
+        if let Err(error) = self.data.on_applied(&op, &next).await {
+            log::error!("data: following commit {commit} failed: {error}");
+            return Err(ErrorCode::Error);
+        }
+        Ok(commit)
+    }
+
+    /// Closes every partition (shutdown).
+    pub async fn close(&self) -> Result<(), DataError> {
+        self.data.close().await
+    }
+
+    /// Commits the root user (id 0, every permission) when no user exists yet (first boot);
+    /// says whether it did.
+    pub async fn ensure_root_user(
+        &self,
+        username: &str,
+        password_hash: String,
+    ) -> Result<bool, ErrorCode> {
+        if !self.metadata.borrow().users.is_empty() {
+            return Ok(false);
+        }
+        let op = MetadataOp::CreateUser {
             id: 0,
             username: username.to_owned(),
             password_hash,
             status: UserStatus::Active,
-            permissions: Some(proto::primitives::Permissions::root()),
+            permissions: Some(Permissions::root()),
             created_at: now_us(),
-            tokens: BTreeMap::new(),
         };
-        metadata.users.insert(0, root);
-        metadata.commit = metadata.commit.saturating_add(1);
-        true
+        self.commit(op).await.map(|_| true)
     }
 
     /// The metadata commit number replies report.
@@ -115,8 +204,6 @@ impl Server {
 
     /// Handles one request frame from `connection`: `header` is the raw 256-byte header
     /// whose frame prefix the transport checked.
-    // The metadata and data families await journal and log I/O once they are wired in.
-    #[allow(clippy::unused_async)]
     pub async fn handle(
         &self,
         connection: &mut Connection,

@@ -2,7 +2,7 @@
 //! (106) and `FETCH_MESSAGES` (109). Planning runs against a short borrow of the metadata;
 //! the I/O runs on the partition tasks of [`crate::data::DataPlane`] afterwards.
 //!
-//! Assumes the `Server` fields of SHARD_PLAN.md: `metadata: RefCell<Metadata>` and
+//! Assumes the `Server` fields of `SHARD_PLAN.md`: `metadata: RefCell<Metadata>` and
 //! `data: DataPlane`. Cancellation of parked requests (108) is SERVER's: it should pass the
 //! `Cancel` it registers for (client, request) instead of the local one below.
 
@@ -127,7 +127,7 @@ async fn send_messages(
     }
 }
 
-/// Plans and runs a poll; `wait` = (min_count, wait_us) for a deferred one.
+/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`) for a deferred one.
 async fn poll(
     server: &Server,
     operation: Operation,

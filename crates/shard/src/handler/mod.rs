@@ -5,6 +5,9 @@
 //! every code it owns. A family not wired yet answers `InvalidCommand` (3), as for an unknown
 //! code.
 
+pub(crate) mod groups;
+pub(crate) mod messages;
+pub(crate) mod offsets;
 pub(crate) mod session;
 pub(crate) mod system;
 
@@ -105,8 +108,6 @@ impl Family {
 }
 
 /// Hands a decoded request of an authenticated connection to its family.
-// Families that await journal or log I/O are awaited here once wired in.
-#[allow(clippy::unused_async)]
 pub(crate) async fn dispatch(
     server: &Server,
     connection: &mut Connection,
@@ -124,9 +125,9 @@ pub(crate) async fn dispatch(
         Family::Partitions => not_wired(server, header),
         Family::Users => not_wired(server, header),
         Family::Tokens => not_wired(server, header),
-        Family::Messages => not_wired(server, header),
-        Family::Offsets => not_wired(server, header),
-        Family::Groups => not_wired(server, header),
+        Family::Messages => messages::handle(server, connection, header, request).await,
+        Family::Offsets => offsets::handle(server, connection, header, request).await,
+        Family::Groups => groups::handle(server, connection, header, request).await,
         Family::Clustered => not_wired(server, header),
     }
 }

@@ -42,8 +42,10 @@ fn server() -> Server {
         tcp_port: 8090,
         started_at_us: 0,
     };
-    let server = Server::new(info, Metadata::default());
-    assert!(server.ensure_root_user("iggy", hash_password("secret").unwrap()));
+    let root = std::env::temp_dir().join("shard-server-tests-unused");
+    let server = Server::new(info, Metadata::default(), root);
+    let created = block_on(server.ensure_root_user("iggy", hash_password("secret").unwrap()));
+    assert_eq!(created, Ok(true));
     server
 }
 
