@@ -34,6 +34,7 @@ impl Listeners {
                 address: config.tcp_address,
                 connections_max: config.tcp_connections_max,
                 frame_size_max: config.frame_size_max_bytes,
+                in_flight_max: config.tcp_in_flight_max,
             };
             Some(transport::tcp::TcpServer::bind(tcp_config).await?)
         } else {

@@ -1,6 +1,11 @@
 //! The bridge between a transport and the shard: connection state lives in the shard, frames
 //! go to [`Server::handle`], outcomes come back as transport answers.
+//!
+//! Requests of one connection run concurrently, so each works on a copy of the connection
+//! state and writes back only what it changed (the dialect and session a login, bind or
+//! logout sets); a long poll never holds a borrow across its wait.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
@@ -16,19 +21,27 @@ pub(crate) struct ShardHandler {
 }
 
 impl ConnectionHandler for ShardHandler {
-    type Connection = Connection;
+    type Connection = RefCell<Connection>;
 
-    fn open(&self, peer: SocketAddr) -> Connection {
-        self.server.open_connection(peer, self.transport)
+    fn open(&self, peer: SocketAddr) -> RefCell<Connection> {
+        RefCell::new(self.server.open_connection(peer, self.transport))
     }
 
     async fn handle(
         &self,
-        connection: &mut Connection,
+        connection: &RefCell<Connection>,
         header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Answer {
-        match self.server.handle(connection, header, body).await {
+        let before = connection.borrow().clone();
+        let mut local = before.clone();
+        let outcome = self.server.handle(&mut local, header, body).await;
+        if local.dialect != before.dialect || local.session != before.session {
+            let mut shared = connection.borrow_mut();
+            shared.dialect = local.dialect;
+            shared.session = local.session;
+        }
+        match outcome {
             Outcome::Reply(reply) => Answer::Reply {
                 operation: reply.operation,
                 status: reply.status,
@@ -40,11 +53,11 @@ impl ConnectionHandler for ShardHandler {
         }
     }
 
-    fn dialect(&self, connection: &Connection) -> Dialect {
-        connection.dialect
+    fn dialect(&self, connection: &RefCell<Connection>) -> Dialect {
+        connection.borrow().dialect
     }
 
-    fn close(&self, connection: Connection) {
-        self.server.close_connection(&connection);
+    fn close(&self, connection: RefCell<Connection>) {
+        self.server.close_connection(&connection.into_inner());
     }
 }

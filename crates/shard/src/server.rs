@@ -5,9 +5,10 @@
 //! decoding — and hands the decoded request to its family in [`crate::handler`].
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::lock::Mutex;
@@ -20,7 +21,7 @@ use proto::{DecodeError, ErrorCode};
 use segment::storage::compio::CompioStorage;
 
 use crate::connection::{Connection, TransportKind};
-use crate::data::{DataError, DataPlane};
+use crate::data::{Cancel, DataError, DataPlane};
 use crate::handler;
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::outcome::Outcome;
@@ -66,7 +67,24 @@ pub struct Server {
     pub info: ServerInfo,
     /// Open connections by client number.
     pub clients: RefCell<BTreeMap<u32, ClientRecord>>,
+    /// Deferred polls and fetches waiting, by (client id, request number), for
+    /// `CANCEL_DEFERRED_REQUEST` (§2.11).
+    parked: RefCell<HashMap<(u128, u64), Rc<Cancel>>>,
     next_client_number: Cell<u32>,
+}
+
+/// A parked request's registration: its cancel signal, removed from the registry on drop.
+#[derive(Debug)]
+pub struct Parked<'s> {
+    server: &'s Server,
+    key: (u128, u64),
+    pub cancel: Rc<Cancel>,
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.server.parked.borrow_mut().remove(&self.key);
+    }
 }
 
 /// Start-up failed: the journal cannot be read or replayed, or partitions cannot be opened.
@@ -98,6 +116,7 @@ impl Server {
             sessions: RefCell::new(Sessions::new(session_seed)),
             info,
             clients: RefCell::new(BTreeMap::new()),
+            parked: RefCell::new(HashMap::new()),
             next_client_number: Cell::new(1),
         }
     }
@@ -151,6 +170,25 @@ impl Server {
             return Err(ErrorCode::Error);
         }
         Ok(commit)
+    }
+
+    /// Registers a request about to wait (deferred poll, fetch) so a cancel can end it.
+    pub fn park(&self, client_id: u128, request: u64) -> Parked<'_> {
+        let cancel = Rc::new(Cancel::new());
+        let key = (client_id, request);
+        self.parked.borrow_mut().insert(key, Rc::clone(&cancel));
+        Parked {
+            server: self,
+            key,
+            cancel,
+        }
+    }
+
+    /// Cancels the parked request of `client_id` numbered `request`; says whether one was
+    /// waiting.
+    pub fn cancel_parked(&self, client_id: u128, request: u64) -> bool {
+        let cancel = self.parked.borrow().get(&(client_id, request)).cloned();
+        cancel.map(|cancel| cancel.cancel()).is_some()
     }
 
     /// Closes every partition (shutdown).

@@ -21,7 +21,9 @@ pub use frame::Answer;
 /// The business side of a connection, implemented by the binary on top of the shard.
 ///
 /// One handler serves every connection of a shard; each connection keeps its own state in
-/// `Self::Connection`, created at accept and dropped through [`close`](Self::close).
+/// `Self::Connection`, created at accept and dropped through [`close`](Self::close). Requests
+/// of one connection are handled concurrently (a parked poll must not hold up the cancel
+/// behind it), so the state is shared: it needs interior mutability.
 pub trait ConnectionHandler {
     type Connection;
 
@@ -31,7 +33,7 @@ pub trait ConnectionHandler {
     /// Answers one request frame whose prefix has been checked (command 5, size in range).
     fn handle(
         &self,
-        connection: &mut Self::Connection,
+        connection: &Self::Connection,
         header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> impl Future<Output = Answer>;

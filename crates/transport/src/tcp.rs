@@ -17,7 +17,9 @@ use compio::BufResult;
 use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadExt, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
+use futures_channel::mpsc;
 use futures_util::future::{Either, select};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use proto::header::{Command, HEADER_SIZE, frame_prefix};
 
 use crate::frame::{self, Answer};
@@ -37,6 +39,9 @@ pub struct TcpConfig {
     /// Largest frame, header included (`message_bus.max_message_size`); a larger `size` gets
     /// an eviction and the connection is closed before its body is read.
     pub frame_size_max: u32,
+    /// Requests of one connection read but not yet answered; at the limit the connection is
+    /// not read until an answer is written (TCP backpressure). At least 1.
+    pub in_flight_max: usize,
 }
 
 /// Binding the listener failed.
@@ -173,20 +178,29 @@ enum Ended {
     Stopping,
 }
 
+/// What the reader task hands the connection loop.
+enum Incoming {
+    Frame(Box<[u8; HEADER_SIZE]>, Vec<u8>),
+    /// The frame's prefix is bad: evict with the header as sent, then close.
+    Bad(Box<[u8; HEADER_SIZE]>, BadFrame, proto::DecodeError),
+    /// Reading stopped: the peer closed or the socket failed.
+    End(Ended),
+}
+
 async fn serve_connection<H: ConnectionHandler>(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     config: TcpConfig,
     handler: &H,
     state: &ServeState,
-    mut connection: H::Connection,
+    connection: H::Connection,
 ) -> H::Connection {
-    let ended = loop {
-        match serve_frame(&mut stream, config, handler, state, &mut connection).await {
-            Ok(()) => {}
-            Err(ended) => break ended,
-        }
-    };
+    let (reader, mut writer) = stream.into_split();
+    // The channel holds one frame read ahead; `serve_frames` bounds the ones being handled.
+    let (sender, mut frames) = mpsc::channel(0);
+    let _reader = compio::runtime::spawn(read_frames(reader, config, sender));
+    let limit = config.in_flight_max.max(1);
+    let ended = serve_frames(&mut frames, &mut writer, handler, state, &connection, limit).await;
     match ended {
         Ended::PeerClosed | Ended::Stopping => log::debug!("tcp: {peer} closed"),
         Ended::Io(error) => log::info!("tcp: {peer} closed: {error}"),
@@ -198,47 +212,125 @@ async fn serve_connection<H: ConnectionHandler>(
     connection
 }
 
-/// Reads one frame, answers it, and says whether the connection goes on.
-async fn serve_frame<H: ConnectionHandler>(
-    stream: &mut TcpStream,
-    config: TcpConfig,
+/// The connection loop: takes frames from the reader task, handles them concurrently, and
+/// writes each answer as it completes (replies are matched by request number, §1.11).
+async fn serve_frames<H: ConnectionHandler>(
+    frames: &mut mpsc::Receiver<Incoming>,
+    writer: &mut TcpStream,
     handler: &H,
     state: &ServeState,
-    connection: &mut H::Connection,
+    connection: &H::Connection,
+    in_flight_max: usize,
+) -> Ended {
+    let mut pending = FuturesUnordered::new();
+    let mut reading = true;
+    loop {
+        let next = if !reading || pending.len() >= in_flight_max {
+            match pending.next().await {
+                Some(done) => Either::Right(done),
+                None => return Ended::PeerClosed,
+            }
+        } else if pending.is_empty() {
+            Either::Left(frames.next().await)
+        } else {
+            match select(frames.next(), pending.next()).await {
+                Either::Left((incoming, _)) => Either::Left(incoming),
+                Either::Right((done, _)) => Either::Right(done.expect("pending is not empty")),
+            }
+        };
+        let result = match next {
+            Either::Left(Some(Incoming::Frame(header, body))) if !state.stopping.get() => {
+                state.in_flight.set(state.in_flight.get().saturating_add(1));
+                pending.push(answer(handler, connection, header, body));
+                Ok(())
+            }
+            Either::Left(Some(Incoming::Frame(..))) => Err(Ended::Stopping),
+            Either::Left(Some(Incoming::Bad(header, kind, error))) => {
+                let eviction = frame::eviction(&header, kind.eviction_reason());
+                write(writer, eviction)
+                    .await
+                    .and(Err(Ended::BadFrame(kind, error)))
+            }
+            Either::Left(Some(Incoming::End(ended))) => {
+                reading = false;
+                if pending.is_empty() {
+                    Err(ended)
+                } else {
+                    Ok(())
+                }
+            }
+            Either::Left(None) => Err(Ended::PeerClosed),
+            Either::Right((header, answer)) => {
+                state.in_flight.set(state.in_flight.get().saturating_sub(1));
+                write_answer(writer, handler, connection, &header, answer).await
+            }
+        };
+        if let Err(ended) = result {
+            return ended;
+        }
+    }
+}
+
+/// Handles one frame; the header comes back with the answer for the reply to echo.
+async fn answer<H: ConnectionHandler>(
+    handler: &H,
+    connection: &H::Connection,
+    header: Box<[u8; HEADER_SIZE]>,
+    body: Vec<u8>,
+) -> (Box<[u8; HEADER_SIZE]>, Answer) {
+    let answer = handler.handle(connection, &header, &body).await;
+    (header, answer)
+}
+
+async fn write_answer<H: ConnectionHandler>(
+    writer: &mut TcpStream,
+    handler: &H,
+    connection: &H::Connection,
+    header: &[u8; HEADER_SIZE],
+    answer: Answer,
 ) -> Result<(), Ended> {
+    let evicted = matches!(answer, Answer::Evict(_));
+    if let Some(bytes) = frame::encode(header, answer, handler.dialect(connection)) {
+        write(writer, bytes).await?;
+    }
+    if evicted { Err(Ended::Evicted) } else { Ok(()) }
+}
+
+/// The reader task: frames in order until the peer closes, the socket fails or a frame is
+/// bad. The bounded channel is the in-flight limit: reading pauses while it is full.
+async fn read_frames(mut stream: TcpStream, config: TcpConfig, mut sender: mpsc::Sender<Incoming>) {
+    loop {
+        let incoming = match read_frame(&mut stream, config).await {
+            Ok(incoming) => incoming,
+            Err(ended) => Incoming::End(ended),
+        };
+        let last = !matches!(incoming, Incoming::Frame(..));
+        let ready = std::future::poll_fn(|context| sender.poll_ready(context)).await;
+        if ready.is_err() || sender.try_send(incoming).is_err() || last {
+            return;
+        }
+    }
+}
+
+async fn read_frame(stream: &mut TcpStream, config: TcpConfig) -> Result<Incoming, Ended> {
     let header_bytes = read_exact(stream, HEADER_SIZE).await?;
-    let header: [u8; HEADER_SIZE] = header_bytes
-        .as_slice()
+    let header: Box<[u8; HEADER_SIZE]> = header_bytes
+        .into_boxed_slice()
         .try_into()
         .expect("read_exact filled exactly HEADER_SIZE bytes");
-    let bad = match frame_prefix(&header, config.frame_size_max) {
-        Ok(prefix) if prefix.command == Command::Request => None,
-        Ok(prefix) => Some((BadFrame::Command, command_error(prefix.command))),
-        Err(error) if error.field == "header.command" => Some((BadFrame::Command, error)),
-        Err(error) => Some((BadFrame::Size, error)),
+    let prefix = match frame_prefix(&header[..], config.frame_size_max) {
+        Ok(prefix) if prefix.command == Command::Request => prefix,
+        Ok(prefix) => {
+            let error = command_error(prefix.command);
+            return Ok(Incoming::Bad(header, BadFrame::Command, error));
+        }
+        Err(error) if error.field == "header.command" => {
+            return Ok(Incoming::Bad(header, BadFrame::Command, error));
+        }
+        Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
     };
-    if let Some((kind, error)) = bad {
-        write(stream, frame::eviction(&header, kind.eviction_reason())).await?;
-        return Err(Ended::BadFrame(kind, error));
-    }
-    if state.stopping.get() {
-        return Err(Ended::Stopping);
-    }
-    let prefix = frame_prefix(&header, config.frame_size_max).expect("checked just above");
     let body = read_exact(stream, prefix.body_length()).await?;
-    state.in_flight.set(state.in_flight.get().saturating_add(1));
-    let answer = handler.handle(connection, &header, &body).await;
-    let evicted = matches!(answer, Answer::Evict(_));
-    let written = match frame::encode(&header, answer, handler.dialect(connection)) {
-        Some(bytes) => write(stream, bytes).await,
-        None => Ok(()),
-    };
-    state.in_flight.set(state.in_flight.get().saturating_sub(1));
-    written?;
-    if evicted {
-        return Err(Ended::Evicted);
-    }
-    Ok(())
+    Ok(Incoming::Frame(header, body))
 }
 
 fn command_error(command: Command) -> proto::DecodeError {
@@ -264,3 +356,6 @@ async fn write(stream: &mut TcpStream, bytes: Vec<u8>) -> Result<(), Ended> {
     let BufResult(result, _) = stream.write_all(bytes).await;
     result.map_err(Ended::Io)
 }
+
+#[cfg(test)]
+mod tests;

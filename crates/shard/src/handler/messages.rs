@@ -2,9 +2,8 @@
 //! (106) and `FETCH_MESSAGES` (109). Planning runs against a short borrow of the metadata;
 //! the I/O runs on the partition tasks of [`crate::data::DataPlane`] afterwards.
 //!
-//! Assumes the `Server` fields of `SHARD_PLAN.md`: `metadata: RefCell<Metadata>` and
-//! `data: DataPlane`. Cancellation of parked requests (108) is SERVER's: it should pass the
-//! `Cancel` it registers for (client, request) instead of the local one below.
+//! Parked requests (106, 109) register with [`Server::park`] under (client id, request
+//! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,7 +13,7 @@ use proto::commands::Request;
 use proto::header::{Operation, PartitionContext, RequestHeader};
 
 use crate::connection::Connection;
-use crate::data::{Cancel, PollRefusal, PollRequest, Polled};
+use crate::data::{PollRefusal, PollRequest, Polled};
 use crate::outcome::Outcome;
 use crate::server::Server;
 
@@ -45,6 +44,7 @@ pub(crate) async fn handle(
         metadata_op: header.minimum_metadata_op.get(),
     };
     let dialect = connection.dialect;
+    let number = header.request.get();
     match request {
         Request::SendMessages(send) => {
             send_messages(
@@ -66,7 +66,7 @@ pub(crate) async fn handle(
                 max_bytes: POLL_BYTES_DEFAULT,
                 now_us: now_us(),
             };
-            poll(server, operation, commit, &request, None).await
+            poll(server, operation, commit, &request, None, number).await
         }
         Request::PollMessagesDeferred(deferred) => {
             let request = PollRequest {
@@ -78,25 +78,38 @@ pub(crate) async fn handle(
                 now_us: now_us(),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
-            poll(server, operation, commit, &request, wait).await
+            poll(server, operation, commit, &request, wait, number).await
         }
         Request::FetchMessages(fetch) => {
-            let plan = {
-                let metadata = server.metadata.borrow();
-                server
-                    .data
-                    .plan_fetch(&metadata, &fetch, client_id, now_us())
-            };
-            let plan = match plan {
-                Ok(plan) => plan,
-                Err(code) => return Outcome::refused(operation, code, commit),
-            };
-            match server.data.fetch(&plan, &Cancel::new()).await {
-                Ok(fetched) => Outcome::ok(operation, fetched.encode(), commit),
-                Err(error) => Outcome::refused(operation, error.code(), commit),
-            }
+            fetch_messages(server, operation, commit, &fetch, client_id, number).await
         }
         _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+    }
+}
+
+/// `FETCH_MESSAGES` (109): plan, then wait (cancellable) for the sections.
+async fn fetch_messages(
+    server: &Server,
+    operation: Operation,
+    commit: u64,
+    fetch: &proto::commands::messages::FetchMessages,
+    client_id: u128,
+    number: u64,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server
+            .data
+            .plan_fetch(&metadata, fetch, client_id, now_us())
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(code) => return Outcome::refused(operation, code, commit),
+    };
+    let parked = server.park(client_id, number);
+    match server.data.fetch(&plan, &parked.cancel).await {
+        Ok(fetched) => Outcome::ok(operation, fetched.encode(), commit),
+        Err(error) => Outcome::refused(operation, error.code(), commit),
     }
 }
 
@@ -134,6 +147,7 @@ async fn poll(
     commit: u64,
     request: &PollRequest<'_>,
     wait: Option<(u32, u64)>,
+    request_number: u64,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
@@ -149,10 +163,10 @@ async fn poll(
     };
     let polled = match wait {
         Some((min_count, wait_us)) => {
-            let cancel = Cancel::new();
+            let parked = server.park(request.client_id, request_number);
             server
                 .data
-                .poll_deferred(&plan, min_count, wait_us, &cancel)
+                .poll_deferred(&plan, min_count, wait_us, &parked.cancel)
                 .await
         }
         None => server.data.poll(&plan).await,

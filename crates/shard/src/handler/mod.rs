@@ -58,7 +58,8 @@ impl Family {
             | C::GetMe
             | C::GetClient
             | C::GetClients
-            | C::GetPartitionRoute => Self::System,
+            | C::GetPartitionRoute
+            | C::CancelDeferredRequest => Self::System,
             C::UpdateResource => Self::UpdateResource,
             C::GetStream
             | C::GetStreams
@@ -87,7 +88,6 @@ impl Family {
             | C::SendMessages
             | C::FlushUnsavedBuffer
             | C::PollMessagesDeferred
-            | C::CancelDeferredRequest
             | C::FetchMessages => Self::Messages,
             C::GetConsumerOffset | C::StoreConsumerOffset | C::DeleteConsumerOffset => {
                 Self::Offsets

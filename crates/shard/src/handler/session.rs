@@ -29,6 +29,7 @@ pub(crate) fn handle(
         Request::LogoutUser(_) => {
             if let Some(bound) = connection.session.take() {
                 server.sessions.borrow_mut().end(bound.client_id);
+                server.data.leave_all_groups(bound.client_id, now_us());
             }
             Outcome::ok(Operation::Logout, Vec::new(), commit)
         }

@@ -33,6 +33,11 @@ pub(crate) fn handle(
     let dialect = connection.dialect;
     match request {
         Request::Ping(_) => Outcome::payload(NR, &Empty, dialect, commit),
+        Request::CancelDeferredRequest(_) => {
+            // The parked request answers for itself; the cancel gets no reply (§2.11).
+            server.cancel_parked(header.client.get(), header.request.get());
+            Outcome::Silent
+        }
         Request::GetClusterMetadata(_) => {
             Outcome::payload(NR, &cluster_metadata(server), dialect, commit)
         }
@@ -199,6 +204,7 @@ fn stats(server: &Server) -> Stats {
         groups_count += topic.groups.len();
     }
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let totals = server.data.totals(None, None);
     let now = now_us();
     Stats {
         process_id: std::process::id(),
@@ -211,12 +217,12 @@ fn stats(server: &Server) -> Stats {
         start_time: server.info.started_at_us,
         read_bytes: process.read_bytes,
         written_bytes: process.written_bytes,
-        messages_size_bytes: 0,
+        messages_size_bytes: totals.size_bytes,
         streams_count: count(metadata.streams.len()),
         topics_count: count(topics_count),
         partitions_count: count(partitions_count),
-        segments_count: 0,
-        messages_count: 0,
+        segments_count: u32::try_from(totals.segments_count).unwrap_or(u32::MAX),
+        messages_count: totals.messages_count,
         clients_count: count(server.clients.borrow().len()),
         consumer_groups_count: count(groups_count),
         hostname: process.hostname,

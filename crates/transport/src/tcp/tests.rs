@@ -1,0 +1,151 @@
+//! The TCP loop over loopback with a scripted handler: pipelined requests are answered as
+//! they complete, and a bad frame closes only its own connection.
+
+use std::cell::Cell;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::rc::Rc;
+use std::time::Duration;
+
+use proto::header::{EvictionHeader, HEADER_SIZE, Operation, ReplyHeader, RequestHeader};
+use proto::{Dialect, ErrorCode};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::{TcpConfig, TcpServer};
+use crate::{Answer, ConnectionHandler};
+
+/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
+#[derive(Default)]
+struct Scripted {
+    second_seen: Cell<bool>,
+}
+
+impl ConnectionHandler for Scripted {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
+        if request == 1 {
+            while !self.second_seen.get() {
+                compio::time::sleep(Duration::from_millis(1)).await;
+            }
+        } else {
+            self.second_seen.set(true);
+        }
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: if request == 3 {
+                ErrorCode::InvalidCommand.as_u32()
+            } else {
+                0
+            },
+            commit: 0,
+            body: body.to_vec(),
+        }
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+fn request(number: u64, body: &[u8]) -> Vec<u8> {
+    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
+    header.request = number.into();
+    header.session = 1.into();
+    let mut frame = header.as_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+fn read_frame(stream: &mut TcpStream) -> Vec<u8> {
+    let mut frame = vec![0; 256];
+    stream.read_exact(&mut frame).unwrap();
+    let size = u32::from_le_bytes(frame[48..52].try_into().unwrap());
+    frame.resize(usize::try_from(size).unwrap(), 0);
+    stream.read_exact(&mut frame[256..]).unwrap();
+    frame
+}
+
+/// The client side, on its own thread: the runtime thread serves.
+fn client(address: SocketAddr) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&request(1, b"first")).unwrap();
+    stream.write_all(&request(2, b"second")).unwrap();
+    let replies: Vec<Vec<u8>> = (0..2).map(|_| read_frame(&mut stream)).collect();
+    let numbers: Vec<u64> = replies
+        .iter()
+        .map(|reply| ReplyHeader::parse(reply).unwrap().request.get())
+        .collect();
+    assert_eq!(
+        numbers,
+        [2, 1],
+        "the parked request must not hold up the next one"
+    );
+    assert_eq!(&replies[1][256..], b"first");
+
+    stream.write_all(&request(3, b"refused")).unwrap();
+    let refused = read_frame(&mut stream);
+    assert_eq!(refused.len(), 256, "a refusal has no body");
+
+    let mut bad = TcpStream::connect(address).unwrap();
+    bad.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut oversized = request(4, b"");
+    oversized[48..52].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    bad.write_all(&oversized).unwrap();
+    let eviction = read_frame(&mut bad);
+    assert!(EvictionHeader::parse(&eviction).is_ok());
+    assert_eq!(
+        bad.read(&mut [0; 1]).unwrap(),
+        0,
+        "the bad connection is closed"
+    );
+
+    stream.write_all(&request(5, b"still here")).unwrap();
+    assert_eq!(&read_frame(&mut stream)[256..], b"still here");
+}
+
+#[test]
+fn pipelined_requests_bad_frames_and_shutdown() {
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let config = TcpConfig {
+            address: "127.0.0.1:0".parse().unwrap(),
+            connections_max: 8,
+            frame_size_max: 1 << 20,
+            in_flight_max: 4,
+        };
+        let server = TcpServer::bind(config).await.unwrap();
+        let address = server.local_address();
+        let done = Rc::new(Cell::new(false));
+        let thread = std::thread::spawn(move || client(address));
+        let stop = {
+            let done = Rc::clone(&done);
+            async move {
+                while !done.get() {
+                    compio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        };
+        let watcher = compio::runtime::spawn({
+            let done = Rc::clone(&done);
+            async move {
+                while !thread.is_finished() {
+                    compio::time::sleep(Duration::from_millis(5)).await;
+                }
+                let result = thread.join();
+                done.set(true);
+                result
+            }
+        });
+        server.serve(Rc::new(Scripted::default()), stop).await;
+        assert!(watcher.await.unwrap().is_ok(), "the client thread failed");
+    });
+}
