@@ -13,6 +13,7 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use shard::Server;
@@ -23,6 +24,9 @@ use crate::config::{Config, ConfigError};
 
 /// Linux's SIGTERM number.
 const SIGTERM: i32 = 15;
+/// Bounds of the period of the shard's periodic work (half the heartbeat interval).
+const TICK_MIN: Duration = Duration::from_millis(100);
+const TICK_MAX: Duration = Duration::from_secs(1);
 /// Characters of a generated root password.
 const ROOT_PASSWORD_LENGTH: usize = 24;
 
@@ -169,6 +173,15 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
         node_ip: config.node_ip.clone(),
         tcp_port: listeners.tcp_port(),
         started_at_us: shard::server::now_us(),
+        groups: shard::data::GroupConfig {
+            rebalancing_timeout_us: micros(config.rebalancing_timeout),
+            // `heartbeat.enabled = false`: silent members are never evicted.
+            heartbeat_interval_us: if config.heartbeat_enabled {
+                micros(config.heartbeat_interval)
+            } else {
+                u64::MAX
+            },
+        },
     };
     let server = Rc::new(Server::open(info, config.system_path.clone()).await?);
     let hash = shard::metadata::auth::hash_password(&root.password)?;
@@ -182,12 +195,28 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
             );
         }
     }
+    let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
+    let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
     listeners.serve(Rc::clone(&server), shutdown_signal()).await;
+    drop(ticker);
     if let Err(error) = server.close().await {
         log::error!("closing the partitions failed: {error}");
     }
     log::info!("stopped");
     Ok(())
+}
+
+/// Drives the shard's periodic work (group heartbeats and hand-offs) every `period`.
+async fn tick(server: Rc<Server>, period: Duration) {
+    let mut interval = compio::time::interval(period);
+    loop {
+        interval.tick().await;
+        server.tick(shard::server::now_us());
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Completes on the first SIGINT or SIGTERM. If a handler cannot be installed the server

@@ -21,7 +21,7 @@ use proto::{DecodeError, ErrorCode};
 use segment::storage::compio::CompioStorage;
 
 use crate::connection::{Connection, TransportKind};
-use crate::data::{Cancel, DataError, DataPlane};
+use crate::data::{Cancel, DataError, DataPlane, GroupConfig};
 use crate::handler;
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::outcome::Outcome;
@@ -45,6 +45,8 @@ pub struct ServerInfo {
     pub tcp_port: u16,
     /// µs since the epoch.
     pub started_at_us: u64,
+    /// Consumer-group timeouts (`consumer_group.rebalancing_timeout`, `heartbeat.interval`).
+    pub groups: GroupConfig,
 }
 
 /// What `GET_CLIENT(S)` reports about one open connection.
@@ -112,7 +114,7 @@ impl Server {
         Self {
             metadata: RefCell::new(metadata),
             journal: Mutex::new(None),
-            data: DataPlane::new(root),
+            data: DataPlane::with_storage(CompioStorage::new(), root, info.groups),
             sessions: RefCell::new(Sessions::new(session_seed)),
             info,
             clients: RefCell::new(BTreeMap::new()),
@@ -189,6 +191,19 @@ impl Server {
     pub fn cancel_parked(&self, client_id: u128, request: u64) -> bool {
         let cancel = self.parked.borrow().get(&(client_id, request)).cloned();
         cancel.map(|cancel| cancel.cancel()).is_some()
+    }
+
+    /// Periodic work at `now_us`: consumer-group heartbeat eviction and hand-off timeouts.
+    /// The runtime calls it every half heartbeat interval.
+    pub fn tick(&self, now_us: u64) {
+        for (group, client_id) in self.data.tick_groups(now_us) {
+            log::info!(
+                "group {}/{}/{}: evicted silent member {client_id:#x}",
+                group.stream_id,
+                group.topic_id,
+                group.group_id
+            );
+        }
     }
 
     /// Closes every partition (shutdown).
