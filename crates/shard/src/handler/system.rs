@@ -1,22 +1,21 @@
 //! System commands (PROTOCOL.md §2.8, §2.9, §4.1): `PING`, the one-node roster, partition
 //! routes, the caller's and other clients' details, stats and the option catalog (§7.4).
-//! Snapshots and the metadata change feed are not offered (`FeatureUnavailable`).
+//! Snapshots and the metadata change feed are not offered (`FeatureUnavailable`). The
+//! option catalog, name resolution and access rules are the metadata module's.
 
 use proto::ErrorCode;
-use proto::codec::WireName;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
 use proto::commands::system::{
-    ClientDetails, ClientInfo, Clients, ClusterMetadata, ClusterNode, NodeRole, NodeStatus,
-    OptionDescriptor, OptionDescriptors, OptionScope, Stats, Transport,
+    ClientDetails, ClientInfo, Clients, ClusterMetadata, ClusterNode, NodeRole, NodeStatus, Stats,
+    Transport,
 };
 use proto::header::{Operation, RequestHeader};
-use proto::primitives::{HeaderKind, Identifier};
 
 use super::operation_of;
 use crate::connection::{Connection, TransportKind};
-use crate::metadata::{Metadata, Stream, Topic};
+use crate::metadata::{Metadata, TopicSettings, options, permissions};
 use crate::outcome::Outcome;
 use crate::procfs::ProcessNumbers;
 use crate::server::{ClientRecord, SERVER_SEMVER, SERVER_VERSION, Server, now_us};
@@ -42,7 +41,8 @@ pub(crate) fn handle(
             Outcome::payload(NR, &cluster_metadata(server), dialect, commit)
         }
         Request::GetPartitionRoute(route) => {
-            match partition_route(&server.metadata.borrow(), &route) {
+            let user_id = connection.user_id();
+            match partition_route(&server.metadata.borrow(), user_id, &route) {
                 Ok(route) => Outcome::payload(NR, &route, dialect, commit),
                 Err(code) => Outcome::rejected(NR, code, dialect, commit),
             }
@@ -69,7 +69,8 @@ pub(crate) fn handle(
             Outcome::rejected(NR, ErrorCode::Unauthorized, dialect, commit)
         }
         Request::DescribeOptions(describe) => {
-            Outcome::payload(NR, &option_catalog(describe.scope), dialect, commit)
+            let catalog = options::option_descriptors(describe.scope, &TopicSettings::default());
+            Outcome::payload(NR, &catalog, dialect, commit)
         }
         Request::GetSnapshotFile(_) | Request::GetMetadataChanges(_) => {
             Outcome::rejected(NR, ErrorCode::FeatureUnavailable, dialect, commit)
@@ -100,10 +101,15 @@ fn cluster_metadata(server: &Server) -> ClusterMetadata {
 
 fn partition_route(
     metadata: &Metadata,
+    user_id: Option<u32>,
     request: &GetPartitionRoute,
 ) -> Result<PartitionRoute, ErrorCode> {
-    let stream = stream(metadata, &request.stream_id).ok_or(ErrorCode::StreamIdNotFound)?;
-    let topic = topic(stream, &request.topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
+    let stream = metadata.stream(&request.stream_id)?;
+    let topic = stream.topic(&request.topic_id)?;
+    let user = user_id
+        .and_then(|id| metadata.users.get(&id))
+        .ok_or(ErrorCode::Unauthenticated)?;
+    permissions::require(permissions::can_route(user, stream.id, topic.id))?;
     let partition = topic
         .partitions
         .get(&request.partition_id)
@@ -112,36 +118,16 @@ fn partition_route(
         incarnation: partition.incarnation,
         metadata_op: metadata.commit,
         view: 0,
-        partitions_count: u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX),
+        partitions_count: topic.partitions_count(),
         primary_replica: 0,
     })
 }
 
-fn stream<'m>(metadata: &'m Metadata, id: &Identifier) -> Option<&'m Stream> {
-    match id {
-        Identifier::Numeric(id) => metadata.streams.get(id),
-        Identifier::Name(name) => metadata.streams.values().find(|s| s.name == name.as_str()),
-    }
-}
-
-fn topic<'s>(stream: &'s Stream, id: &Identifier) -> Option<&'s Topic> {
-    match id {
-        Identifier::Numeric(id) => stream.topics.get(id),
-        Identifier::Name(name) => stream.topics.values().find(|t| t.name == name.as_str()),
-    }
-}
-
 /// `GET_CLIENT(S)` and `GET_STATS` need `read_servers` or `manage_servers` (§4.1).
 fn may_read_servers(server: &Server, connection: &Connection) -> bool {
-    let Some(user_id) = connection.user_id() else {
-        return false;
-    };
     let metadata = server.metadata.borrow();
-    let permissions = metadata
-        .users
-        .get(&user_id)
-        .and_then(|user| user.permissions.as_ref());
-    permissions.is_some_and(|p| p.global.read_servers || p.global.manage_servers)
+    let user = connection.user_id().and_then(|id| metadata.users.get(&id));
+    user.is_some_and(permissions::can_read_server)
 }
 
 fn client_record(connection: &Connection) -> ClientRecord {
@@ -237,239 +223,5 @@ fn stats(server: &Server) -> Stats {
         total_disk_space: 0,
         open_files_count: process.open_files_count,
         open_files_limit: process.open_files_limit,
-    }
-}
-
-/// One row of the option catalog (§7.4).
-struct CatalogEntry {
-    key: &'static str,
-    scope: OptionScope,
-    kind: HeaderKind,
-    flags: u8,
-    default_value: &'static [u8],
-    description: &'static str,
-}
-
-const UPDATABLE: u8 = OptionDescriptor::FLAG_UPDATABLE;
-const RESETTABLE: u8 = OptionDescriptor::FLAG_RESETTABLE;
-const SECRET_CRITICAL: u8 = OptionDescriptor::FLAG_SECRET | OptionDescriptor::FLAG_CRITICAL;
-const READ_ONLY: u8 = OptionDescriptor::FLAG_READ_ONLY;
-const ONE_GIB: [u8; 8] = (1u64 << 30).to_le_bytes();
-const ONE_MIB: [u8; 8] = (1u64 << 20).to_le_bytes();
-const FIELDS_1024: [u8; 4] = 1024u32.to_le_bytes();
-const ONE: [u8; 4] = 1u32.to_le_bytes();
-const NEVER: [u8; 8] = u64::MAX.to_le_bytes();
-
-const fn entry(
-    key: &'static str,
-    scope: OptionScope,
-    kind: HeaderKind,
-    flags: u8,
-    default_value: &'static [u8],
-    description: &'static str,
-) -> CatalogEntry {
-    CatalogEntry {
-        key,
-        scope,
-        kind,
-        flags,
-        default_value,
-        description,
-    }
-}
-
-use HeaderKind as K;
-use OptionScope as S;
-
-const CATALOG: [CatalogEntry; 19] = [
-    entry(
-        "name",
-        S::Stream,
-        K::String,
-        UPDATABLE,
-        b"",
-        "the stream's name",
-    ),
-    entry(
-        "encryption_key",
-        S::Stream,
-        K::Raw,
-        SECRET_CRITICAL,
-        b"",
-        "32-byte stream key",
-    ),
-    entry(
-        "encryption_key_source",
-        S::Stream,
-        K::String,
-        READ_ONLY,
-        b"",
-        "stream/server/none",
-    ),
-    entry(
-        "encryption_key_fingerprint",
-        S::Stream,
-        K::String,
-        READ_ONLY,
-        b"",
-        "16 hex chars",
-    ),
-    entry(
-        "encryption_kek_fingerprint",
-        S::Stream,
-        K::String,
-        READ_ONLY,
-        b"",
-        "KEK prints",
-    ),
-    entry(
-        "name",
-        S::Topic,
-        K::String,
-        UPDATABLE,
-        b"",
-        "the topic's name",
-    ),
-    entry(
-        "compression_algorithm",
-        S::Topic,
-        K::String,
-        0,
-        b"none",
-        "none or gzip",
-    ),
-    entry(
-        "message_expiry",
-        S::Topic,
-        K::Uint64,
-        UPDATABLE | RESETTABLE,
-        &NEVER,
-        "µs; max = never",
-    ),
-    entry(
-        "max_topic_size",
-        S::Topic,
-        K::Uint64,
-        UPDATABLE | RESETTABLE,
-        &NEVER,
-        "bytes; max = unlimited",
-    ),
-    entry(
-        "segment_size",
-        S::Topic,
-        K::Uint64,
-        0,
-        &ONE_GIB,
-        "bytes per segment",
-    ),
-    entry(
-        "durability",
-        S::Topic,
-        K::String,
-        0,
-        b"replicated",
-        "replicated or persisted",
-    ),
-    entry(
-        "consumer_offset_durability",
-        S::Topic,
-        K::String,
-        0,
-        b"replicated",
-        "for offsets",
-    ),
-    entry(
-        "partition_resize_policy",
-        S::Topic,
-        K::String,
-        0,
-        b"mutable",
-        "mutable or fixed",
-    ),
-    entry(
-        "messages_required_to_save",
-        S::Topic,
-        K::Uint32,
-        0,
-        &FIELDS_1024,
-        "messages per save",
-    ),
-    entry(
-        "size_of_messages_required_to_save",
-        S::Topic,
-        K::Uint64,
-        0,
-        &ONE_MIB,
-        "bytes per save",
-    ),
-    entry(
-        "preallocate_segments",
-        S::Topic,
-        K::Bool,
-        0,
-        &[0],
-        "preallocate segment files",
-    ),
-    entry(
-        "replication_factor",
-        S::Topic,
-        K::Uint32,
-        0,
-        &ONE,
-        "copies of each partition",
-    ),
-    entry(
-        "username",
-        S::User,
-        K::String,
-        UPDATABLE,
-        b"",
-        "3..=50 bytes",
-    ),
-    entry(
-        "status",
-        S::User,
-        K::String,
-        UPDATABLE,
-        b"",
-        "active or inactive",
-    ),
-];
-
-/// `DESCRIBE_OPTIONS`: the non-internal keys of `scope`.
-fn option_catalog(scope: OptionScope) -> OptionDescriptors {
-    let descriptors = CATALOG
-        .iter()
-        .filter(|entry| entry.scope == scope)
-        .map(|entry| OptionDescriptor {
-            key: WireName::new(entry.key).expect("catalog keys are 1..=255 bytes"),
-            kind: entry.kind,
-            flags: entry.flags,
-            default_value: entry.default_value.to_vec(),
-            description: entry.description.to_owned(),
-        })
-        .collect();
-    OptionDescriptors(descriptors)
-}
-
-/// The dialect-independent parts are tested here; the wire layouts are proto's.
-#[cfg(test)]
-mod tests {
-    use proto::commands::system::OptionScope;
-
-    use super::option_catalog;
-
-    #[test]
-    fn catalog_scopes() {
-        let keys = |scope| -> Vec<String> {
-            option_catalog(scope)
-                .0
-                .iter()
-                .map(|d| d.key.as_str().to_owned())
-                .collect()
-        };
-        assert_eq!(keys(OptionScope::User), ["username", "status"]);
-        assert_eq!(keys(OptionScope::Stream).len(), 5);
-        assert!(keys(OptionScope::Topic).contains(&"message_expiry".to_owned()));
     }
 }

@@ -307,3 +307,64 @@ fn unknown_families_and_bad_bodies_are_invalid_command() {
     let outcome = block_on(server.handle(&mut connection, &unknown, &[]));
     assert_eq!(status(&outcome), ErrorCode::InvalidCommand.as_u32());
 }
+
+#[test]
+fn partition_route_names_the_incarnation_and_commit() {
+    use proto::codec::decode_exact;
+    use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
+    use proto::primitives::{Identifier, OptionsBlock};
+
+    use crate::metadata::{Partition, Stream, Topic, TopicSettings};
+
+    let server = server();
+    let mut connection = open(&server);
+    login(&server, &mut connection);
+    let partition = Partition {
+        id: 0,
+        created_at: 0,
+        incarnation: 7,
+    };
+    let topic = Topic {
+        id: 0,
+        name: "events".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        settings: TopicSettings::default(),
+        partitions: [(0, partition)].into(),
+        groups: std::collections::BTreeMap::new(),
+        next_group_id: 0,
+    };
+    let stream = Stream {
+        id: 3,
+        name: "orders".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        topics: [(0, topic)].into(),
+    };
+    server.metadata.borrow_mut().streams.insert(3, stream);
+    let mut route = |partition_id| {
+        let request = GetPartitionRoute {
+            stream_id: Identifier::Name(WireName::new("orders").unwrap()),
+            topic_id: Identifier::Numeric(0),
+            partition_id,
+        };
+        let body = encode_to_vec(&request, Dialect::V0_12_2);
+        let code = CommandCode::GetPartitionRoute;
+        send(
+            &server,
+            &mut connection,
+            Operation::NonReplicated,
+            code,
+            &body,
+        )
+    };
+    let Outcome::Reply(reply) = route(0) else {
+        panic!()
+    };
+    let decoded: PartitionRoute = decode_exact(&reply.body, Dialect::V0_12_2).unwrap();
+    assert_eq!(reply.body.len(), 25);
+    assert_eq!(decoded.incarnation, 7);
+    assert_eq!(decoded.metadata_op, server.commit_number());
+    assert_eq!(decoded.partitions_count, 1);
+    assert_eq!(status(&route(1)), ErrorCode::PartitionNotFound.as_u32());
+}
