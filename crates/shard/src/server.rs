@@ -55,6 +55,8 @@ pub struct ClientRecord {
     pub address: SocketAddr,
     pub transport: TransportKind,
     pub user_id: Option<u32>,
+    /// The VSR client id of the bound session: group membership is keyed by it.
+    pub client_id: Option<u128>,
 }
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
@@ -245,6 +247,7 @@ impl Server {
             address,
             transport,
             user_id: None,
+            client_id: None,
         };
         self.clients.borrow_mut().insert(number, record);
         Connection::new(number, address, transport)
@@ -317,6 +320,7 @@ impl Server {
     fn note_user(&self, connection: &Connection) {
         if let Some(record) = self.clients.borrow_mut().get_mut(&connection.client_number) {
             record.user_id = connection.user_id();
+            record.client_id = connection.session.map(|session| session.client_id);
         }
     }
 }

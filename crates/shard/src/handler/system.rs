@@ -8,13 +8,14 @@ use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
 use proto::commands::system::{
-    ClientDetails, ClientInfo, Clients, ClusterMetadata, ClusterNode, NodeRole, NodeStatus, Stats,
-    Transport,
+    ClientDetails, ClientGroup, ClientInfo, Clients, ClusterMetadata, ClusterNode, NodeRole,
+    NodeStatus, Stats, Transport,
 };
 use proto::header::{Operation, RequestHeader};
 
 use super::operation_of;
 use crate::connection::{Connection, TransportKind};
+use crate::data::GroupKey;
 use crate::metadata::{Metadata, TopicSettings, options, permissions};
 use crate::outcome::Outcome;
 use crate::procfs::ProcessNumbers;
@@ -49,14 +50,12 @@ pub(crate) fn handle(
         }
         Request::GetMe(_) => {
             let record = client_record(connection);
-            let details = client_details(connection.client_number, &record);
+            let details = client_details(server, connection.client_number, &record);
             Outcome::payload(NR, &details, dialect, commit)
         }
         Request::GetClient(get) if may_read_servers(server, connection) => {
-            let clients = server.clients.borrow();
-            let details = clients
-                .get(&get.client_id)
-                .map(|record| client_details(get.client_id, record));
+            let record = server.clients.borrow().get(&get.client_id).cloned();
+            let details = record.map(|record| client_details(server, get.client_id, &record));
             Outcome::payload(NR, &details, dialect, commit)
         }
         Request::GetClients(_) if may_read_servers(server, connection) => {
@@ -135,33 +134,69 @@ fn client_record(connection: &Connection) -> ClientRecord {
         address: connection.address,
         transport: connection.transport,
         user_id: connection.user_id(),
+        client_id: connection.session.map(|session| session.client_id),
     }
 }
 
-fn client_details(client_id: u32, record: &ClientRecord) -> ClientDetails {
+fn client_details(server: &Server, client_number: u32, record: &ClientRecord) -> ClientDetails {
     ClientDetails {
-        client_id,
+        client_id: client_number,
         user_id: record
             .user_id
             .unwrap_or(ClientInfo::USER_ID_UNAUTHENTICATED),
         transport: transport(record.transport),
         address: record.address.to_string(),
-        consumer_groups: Vec::new(),
+        consumer_groups: record
+            .client_id
+            .map(|client_id| groups_of(server, client_id))
+            .unwrap_or_default(),
     }
 }
 
+/// The consumer groups `client_id` is a member of.
+fn groups_of(server: &Server, client_id: u128) -> Vec<ClientGroup> {
+    let metadata = server.metadata.borrow();
+    let mut groups = Vec::new();
+    for stream in metadata.streams.values() {
+        for topic in stream.topics.values() {
+            for &group_id in topic.groups.keys() {
+                let key = GroupKey {
+                    stream_id: stream.id,
+                    topic_id: topic.id,
+                    group_id,
+                };
+                if server
+                    .data
+                    .with_group(key, |group| group.is_member(client_id))
+                    == Some(true)
+                {
+                    groups.push(ClientGroup {
+                        stream_id: stream.id,
+                        topic_id: topic.id,
+                        group_id,
+                    });
+                }
+            }
+        }
+    }
+    groups
+}
+
 fn clients(server: &Server) -> Clients {
-    let records = server.clients.borrow();
+    let records = server.clients.borrow().clone();
     let infos = records
         .iter()
-        .map(|(&client_id, record)| ClientInfo {
-            client_id,
-            user_id: record
-                .user_id
-                .unwrap_or(ClientInfo::USER_ID_UNAUTHENTICATED),
-            transport: transport(record.transport),
-            address: record.address.to_string(),
-            consumer_groups_count: 0,
+        .map(|(&client_number, record)| {
+            let groups = record.client_id.map_or(0, |id| groups_of(server, id).len());
+            ClientInfo {
+                client_id: client_number,
+                user_id: record
+                    .user_id
+                    .unwrap_or(ClientInfo::USER_ID_UNAUTHENTICATED),
+                transport: transport(record.transport),
+                address: record.address.to_string(),
+                consumer_groups_count: u32::try_from(groups).unwrap_or(u32::MAX),
+            }
         })
         .collect();
     Clients(infos)

@@ -368,3 +368,40 @@ fn partition_route_names_the_incarnation_and_commit() {
     assert_eq!(decoded.partitions_count, 1);
     assert_eq!(status(&route(1)), ErrorCode::PartitionNotFound.as_u32());
 }
+
+#[test]
+fn get_me_and_get_clients_report_connections() {
+    use proto::codec::decode_exact;
+    use proto::commands::system::{ClientDetails, Clients};
+
+    let server = server();
+    let mut connection = open(&server);
+    let _anonymous = open(&server);
+    login(&server, &mut connection);
+    let code = CommandCode::GetMe;
+    let Outcome::Reply(me) = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        code,
+        &[],
+    ) else {
+        panic!()
+    };
+    let me: ClientDetails = decode_exact(&me.body, Dialect::V0_12_2).unwrap();
+    assert_eq!((me.client_id, me.user_id), (connection.client_number, 0));
+    assert_eq!(me.address, "127.0.0.1:5000");
+    let code = CommandCode::GetClients;
+    let Outcome::Reply(all) = send(
+        &server,
+        &mut connection,
+        Operation::NonReplicated,
+        code,
+        &[],
+    ) else {
+        panic!()
+    };
+    let all: Clients = decode_exact(&all.body, Dialect::V0_12_2).unwrap();
+    let users: Vec<u32> = all.0.iter().map(|client| client.user_id).collect();
+    assert_eq!(users, [0, u32::MAX]);
+}
