@@ -68,7 +68,7 @@ fn groups_create_get_list_join_leave_delete() {
 }
 
 #[test]
-fn group_membership_ends_with_the_connection() {
+fn group_membership_ends_with_the_session() {
     let server = Server::start();
     run(async {
         let root = root_client(&server).await;
@@ -77,8 +77,7 @@ fn group_membership_ends_with_the_connection() {
         root.create_consumer_group(&stream, &topic, "workers").await.unwrap();
         let member = root_client(&server).await;
         member.join_consumer_group(&stream, &topic, &id("workers")).await.unwrap();
-        member.shutdown().await.expect("shut the member down");
-        drop(member);
+        member.logout_user().await.expect("log the member out");
         let mut members = u32::MAX;
         for _ in 0..100 {
             let details = root.get_consumer_group(&stream, &topic, &id("workers")).await.unwrap().unwrap();
@@ -88,7 +87,7 @@ fn group_membership_ends_with_the_connection() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(members, 0, "a closed connection leaves its groups");
+        assert_eq!(members, 0, "an ended session leaves its groups");
     });
 }
 

@@ -155,12 +155,18 @@ fn balanced_and_keyed_partitioning_reach_every_partition() {
     run(async {
         let client = root_client(&server).await;
         create_stream_topic(&client, STREAM, TOPIC, 3).await;
+        let counts = |topic: TopicDetails| -> Vec<u64> {
+            topic.partitions.iter().map(|partition| partition.messages_count).collect()
+        };
         for index in 0..30 {
             client
                 .send_messages(&id(STREAM), &id(TOPIC), &Partitioning::balanced(), &mut [message(index)])
                 .await
                 .expect("balanced send");
         }
+        let balanced = counts(client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("topic"));
+        assert_eq!(balanced.iter().sum::<u64>(), 30);
+        assert!(balanced.iter().all(|count| *count > 0), "balanced reaches every partition: {balanced:?}");
         for index in 30..40 {
             let key = Partitioning::messages_key_str("same-key").unwrap();
             client
@@ -168,10 +174,11 @@ fn balanced_and_keyed_partitioning_reach_every_partition() {
                 .await
                 .expect("keyed send");
         }
-        let topic = client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("topic");
-        assert_eq!(topic.messages_count, 40);
-        let counts: Vec<u64> = topic.partitions.iter().map(|partition| partition.messages_count).collect();
-        assert!(counts.iter().all(|count| *count >= 10), "balanced spreads: {counts:?}");
+        let keyed = counts(client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("topic"));
+        let grown: Vec<u64> = keyed.iter().zip(&balanced).map(|(after, before)| after - before).collect();
+        let mut sorted = grown.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 0, 10], "one key, one partition: {grown:?}");
     });
 }
 
