@@ -162,3 +162,31 @@ fn consumer_groups() {
         root.delete_consumer_group(&stream, &topic, &id("workers")).await.expect("delete");
     });
 }
+
+#[test]
+fn purge_topic_and_stream() {
+    let server = Server::start();
+    run(async {
+        let client = root_client(&server).await;
+        create_stream_topic(&client, STREAM, TOPIC, 2).await;
+        let options = TopicCreateOptions { partitions_count: Some(1), ..TopicCreateOptions::default() };
+        client.create_topic(&id(STREAM), "other", &options).await.expect("create topic");
+        send_range(&client, STREAM, TOPIC, 0, 0..10).await;
+        send_range(&client, STREAM, TOPIC, 1, 0..10).await;
+        send_range(&client, STREAM, "other", 0, 0..10).await;
+
+        client.purge_topic(&id(STREAM), &id(TOPIC)).await.expect("purge topic");
+        let topic = client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("topic stays");
+        assert_eq!((topic.messages_count, topic.partitions_count), (0, 2));
+        let other = client.get_topic(&id(STREAM), &id("other")).await.unwrap().unwrap();
+        assert_eq!(other.messages_count, 10, "purging one topic leaves the others");
+        let consumer = Consumer::new(id("reader"));
+        let empty = poll(&client, STREAM, TOPIC, 0, &consumer, PollingStrategy::first(), 10, false).await;
+        assert!(empty.messages.is_empty());
+
+        client.purge_stream(&id(STREAM)).await.expect("purge stream");
+        let other = client.get_topic(&id(STREAM), &id("other")).await.unwrap().unwrap();
+        assert_eq!(other.messages_count, 0);
+        assert_eq!(client.get_topics(&id(STREAM)).await.unwrap().len(), 2, "topics stay");
+    });
+}
