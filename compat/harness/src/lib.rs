@@ -136,7 +136,11 @@ impl Server {
         }
         let lines: Vec<&str> = text.lines().collect();
         let start = lines.len().saturating_sub(40);
-        format!("--- server log ({}) ---\n{}", self.log_path.display(), lines[start..].join("\n"))
+        format!(
+            "--- server log ({}) ---\n{}",
+            self.log_path.display(),
+            lines[start..].join("\n")
+        )
     }
 
     fn spawn(&mut self, fresh: bool) {
@@ -158,9 +162,9 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log);
-        let child = command.spawn().unwrap_or_else(|error| {
-            panic!("cannot start {}: {error}", self.binary.display())
-        });
+        let child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
         self.child = Some(child);
         self.wait_until_accepting();
     }
@@ -172,7 +176,10 @@ impl Server {
                 && let Ok(Some(status)) = child.try_wait()
             {
                 self.child = None;
-                panic!("server exited during start-up with {status}\n{}", self.log_tail());
+                panic!(
+                    "server exited during start-up with {status}\n{}",
+                    self.log_tail()
+                );
             }
             let timeout = Duration::from_millis(200);
             if TcpStream::connect_timeout(&self.address, timeout).is_ok() {
@@ -209,7 +216,11 @@ impl Drop for Server {
 pub fn server_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("IGGY_SERVER_BIN") {
         let path = PathBuf::from(path);
-        assert!(path.is_file(), "IGGY_SERVER_BIN={} is not a file", path.display());
+        assert!(
+            path.is_file(),
+            "IGGY_SERVER_BIN={} is not a file",
+            path.display()
+        );
         return path;
     }
     let repository = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -24,10 +24,19 @@ fn groups_create_get_list_join_leave_delete() {
         create_stream_topic(&root, STREAM, TOPIC, 4).await;
         let (stream, topic) = (id(STREAM), id(TOPIC));
 
-        let group = root.create_consumer_group(&stream, &topic, "workers").await.expect("create");
-        assert_eq!((group.id, group.name.as_str(), group.partitions_count), (0, "workers", 4));
+        let group = root
+            .create_consumer_group(&stream, &topic, "workers")
+            .await
+            .expect("create");
+        assert_eq!(
+            (group.id, group.name.as_str(), group.partitions_count),
+            (0, "workers", 4)
+        );
         assert_eq!(group.members_count, 0);
-        let second = root.create_consumer_group(&stream, &topic, "auditors").await.expect("create");
+        let second = root
+            .create_consumer_group(&stream, &topic, "auditors")
+            .await
+            .expect("create");
         assert_eq!(second.id, 1);
         let duplicate = root.create_consumer_group(&stream, &topic, "workers").await;
         assert!(duplicate.is_err(), "a duplicate group name");
@@ -40,28 +49,66 @@ fn groups_create_get_list_join_leave_delete() {
             .map(|group| group.name)
             .collect();
         assert_eq!(names, ["workers", "auditors"]);
-        assert!(root.get_consumer_group(&stream, &topic, &id("missing")).await.unwrap().is_none());
+        assert!(
+            root.get_consumer_group(&stream, &topic, &id("missing"))
+                .await
+                .unwrap()
+                .is_none()
+        );
 
         let first = root_client(&server).await;
-        first.join_consumer_group(&stream, &topic, &id("workers")).await.expect("join");
-        let details = root.get_consumer_group(&stream, &topic, &num(0)).await.unwrap().expect("group");
+        first
+            .join_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .expect("join");
+        let details = root
+            .get_consumer_group(&stream, &topic, &num(0))
+            .await
+            .unwrap()
+            .expect("group");
         assert_eq!(details.members_count, 1);
-        assert_eq!(details.members[0].partitions_count, 4, "a lone member owns everything");
+        assert_eq!(
+            details.members[0].partitions_count, 4,
+            "a lone member owns everything"
+        );
 
         let other = root_client(&server).await;
-        other.join_consumer_group(&stream, &topic, &id("workers")).await.expect("join");
-        let details = root.get_consumer_group(&stream, &topic, &id("workers")).await.unwrap().unwrap();
+        other
+            .join_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .expect("join");
+        let details = root
+            .get_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(details.members_count, 2);
         assert_disjoint(&details);
 
-        other.leave_consumer_group(&stream, &topic, &id("workers")).await.expect("leave");
-        let details = root.get_consumer_group(&stream, &topic, &id("workers")).await.unwrap().unwrap();
+        other
+            .leave_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .expect("leave");
+        let details = root
+            .get_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(details.members_count, 1);
-        let error = other.leave_consumer_group(&stream, &topic, &id("workers")).await;
+        let error = other
+            .leave_consumer_group(&stream, &topic, &id("workers"))
+            .await;
         assert!(error.is_err(), "leaving twice");
 
-        root.delete_consumer_group(&stream, &topic, &id("workers")).await.expect("delete");
-        assert!(root.get_consumer_group(&stream, &topic, &id("workers")).await.unwrap().is_none());
+        root.delete_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .expect("delete");
+        assert!(
+            root.get_consumer_group(&stream, &topic, &id("workers"))
+                .await
+                .unwrap()
+                .is_none()
+        );
         let remaining = root.get_consumer_groups(&stream, &topic).await.unwrap();
         assert_eq!(remaining.len(), 1);
     });
@@ -74,13 +121,22 @@ fn group_membership_ends_with_the_session() {
         let root = root_client(&server).await;
         create_stream_topic(&root, STREAM, TOPIC, 2).await;
         let (stream, topic) = (id(STREAM), id(TOPIC));
-        root.create_consumer_group(&stream, &topic, "workers").await.unwrap();
+        root.create_consumer_group(&stream, &topic, "workers")
+            .await
+            .unwrap();
         let member = root_client(&server).await;
-        member.join_consumer_group(&stream, &topic, &id("workers")).await.unwrap();
+        member
+            .join_consumer_group(&stream, &topic, &id("workers"))
+            .await
+            .unwrap();
         member.logout_user().await.expect("log the member out");
         let mut members = u32::MAX;
         for _ in 0..100 {
-            let details = root.get_consumer_group(&stream, &topic, &id("workers")).await.unwrap().unwrap();
+            let details = root
+                .get_consumer_group(&stream, &topic, &id("workers"))
+                .await
+                .unwrap()
+                .unwrap();
             members = details.members_count;
             if members == 0 {
                 break;
@@ -135,7 +191,11 @@ fn spawn_reader(
             };
             match next {
                 Some(Ok(received)) => {
-                    let entry = (received.partition_id, received.message.header.offset, member);
+                    let entry = (
+                        received.partition_id,
+                        received.message.header.offset,
+                        member,
+                    );
                     seen.lock().await.push(entry);
                     total.fetch_add(1, Ordering::Relaxed);
                 }
@@ -155,7 +215,8 @@ fn two_members_split_partitions_and_read_every_message_once() {
     run(async {
         let root = root_client(&server).await;
         create_stream_topic(&root, STREAM, TOPIC, PARTITIONS).await;
-        let (first_client, second_client) = (root_client(&server).await, root_client(&server).await);
+        let (first_client, second_client) =
+            (root_client(&server).await, root_client(&server).await);
         let mut first = group_member(&first_client);
         first.init().await.expect("init the first member");
         let mut second = group_member(&second_client);
@@ -172,11 +233,22 @@ fn two_members_split_partitions_and_read_every_message_once() {
         // Wait until the rebalance settles: two members, each with partitions, none shared.
         let mut settled = None;
         for _ in 0..400 {
-            let details = root.get_consumer_group(&id(STREAM), &id(TOPIC), &id("workers")).await.unwrap().unwrap();
-            let owned: u32 = details.members.iter().map(|member| member.partitions_count).sum();
+            let details = root
+                .get_consumer_group(&id(STREAM), &id(TOPIC), &id("workers"))
+                .await
+                .unwrap()
+                .unwrap();
+            let owned: u32 = details
+                .members
+                .iter()
+                .map(|member| member.partitions_count)
+                .sum();
             if details.members_count == 2
                 && owned == PARTITIONS
-                && details.members.iter().all(|member| member.partitions_count > 0)
+                && details
+                    .members
+                    .iter()
+                    .all(|member| member.partitions_count > 0)
             {
                 settled = Some(details);
                 break;
@@ -220,8 +292,16 @@ fn two_members_split_partitions_and_read_every_message_once() {
         }
         let per_partition = MESSAGES / u64::from(PARTITIONS);
         for partition in 0..PARTITIONS {
-            let offsets: Vec<u64> = unique.keys().filter(|key| key.0 == partition).map(|key| key.1).collect();
-            assert_eq!(offsets, (0..per_partition).collect::<Vec<_>>(), "partition {partition}");
+            let offsets: Vec<u64> = unique
+                .keys()
+                .filter(|key| key.0 == partition)
+                .map(|key| key.1)
+                .collect();
+            assert_eq!(
+                offsets,
+                (0..per_partition).collect::<Vec<_>>(),
+                "partition {partition}"
+            );
         }
     });
 }

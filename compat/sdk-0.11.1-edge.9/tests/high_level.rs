@@ -54,10 +54,20 @@ fn direct_producer_creates_and_group_consumer_auto_commits() {
             .create_topic_if_not_exists(3, IggyExpiry::NeverExpire, MaxTopicSize::ServerDefault)
             .partitioning(Partitioning::balanced())
             .build();
-        producer.init().await.expect("producer init creates the stream and topic");
-        let topic = client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("created");
+        producer
+            .init()
+            .await
+            .expect("producer init creates the stream and topic");
+        let topic = client
+            .get_topic(&id(STREAM), &id(TOPIC))
+            .await
+            .unwrap()
+            .expect("created");
         assert_eq!(topic.partitions_count, 3);
-        producer.send((0..300).map(message).collect()).await.expect("send");
+        producer
+            .send((0..300).map(message).collect())
+            .await
+            .expect("send");
 
         let mut consumer = client
             .consumer_group("readers", STREAM, TOPIC)
@@ -66,18 +76,34 @@ fn direct_producer_creates_and_group_consumer_auto_commits() {
             .polling_strategy(PollingStrategy::next())
             .poll_options(auto_commit_on_delivery())
             .build();
-        consumer.init().await.expect("consumer init creates and joins the group");
+        consumer
+            .init()
+            .await
+            .expect("consumer init creates and joins the group");
         let received = take(&mut consumer, 300).await;
-        let mut ids: Vec<u128> = received.iter().map(|message| message.message.header.id).collect();
+        let mut ids: Vec<u128> = received
+            .iter()
+            .map(|message| message.message.header.id)
+            .collect();
         ids.sort_unstable();
         assert_eq!(ids, (1..=300).collect::<Vec<u128>>());
         for message in &received {
-            assert_message(&message.message, u64::try_from(message.message.header.id - 1).unwrap());
+            assert_message(
+                &message.message,
+                u64::try_from(message.message.header.id - 1).unwrap(),
+            );
         }
-        consumer.shutdown().await.expect("shutdown stores the last positions");
+        consumer
+            .shutdown()
+            .await
+            .expect("shutdown stores the last positions");
 
         let group = Consumer::group(id("readers"));
-        let topic = client.get_topic(&id(STREAM), &id(TOPIC)).await.unwrap().expect("topic");
+        let topic = client
+            .get_topic(&id(STREAM), &id(TOPIC))
+            .await
+            .unwrap()
+            .expect("topic");
         let mut stored_total = 0;
         for partition in &topic.partitions {
             let stored = client
@@ -86,16 +112,27 @@ fn direct_producer_creates_and_group_consumer_auto_commits() {
                 .expect("get group offset");
             match stored {
                 Some(stored) => {
-                    assert_eq!(stored.stored_offset, stored.current_offset, "partition {}", partition.id);
+                    assert_eq!(
+                        stored.stored_offset, stored.current_offset,
+                        "partition {}",
+                        partition.id
+                    );
                     stored_total += stored.stored_offset + 1;
                 }
-                None => assert_eq!(partition.messages_count, 0, "partition {} read but not stored", partition.id),
+                None => assert_eq!(
+                    partition.messages_count, 0,
+                    "partition {} read but not stored",
+                    partition.id
+                ),
             }
         }
         assert_eq!(stored_total, 300);
 
         // A new member of the same group resumes after the committed positions.
-        producer.send((300..310).map(message).collect()).await.expect("send more");
+        producer
+            .send((300..310).map(message).collect())
+            .await
+            .expect("send more");
         let mut resumed = client
             .consumer_group("readers", STREAM, TOPIC)
             .unwrap()
@@ -104,7 +141,10 @@ fn direct_producer_creates_and_group_consumer_auto_commits() {
             .build();
         resumed.init().await.expect("rejoin");
         let received = take(&mut resumed, 10).await;
-        let mut ids: Vec<u128> = received.iter().map(|message| message.message.header.id).collect();
+        let mut ids: Vec<u128> = received
+            .iter()
+            .map(|message| message.message.header.id)
+            .collect();
         ids.sort_unstable();
         assert_eq!(ids, (301..=310).collect::<Vec<u128>>());
         resumed.shutdown().await.expect("shutdown");
@@ -125,7 +165,10 @@ fn background_producer_and_standalone_consumer() {
             .build();
         producer.init().await.expect("init");
         for index in 0..500 {
-            producer.send_one(message(index)).await.expect("queue a message");
+            producer
+                .send_one(message(index))
+                .await
+                .expect("queue a message");
         }
         producer.shutdown().await;
 
@@ -134,7 +177,10 @@ fn background_producer_and_standalone_consumer() {
             .unwrap()
             .partitions([1])
             .polling_strategy(PollingStrategy::offset(0))
-            .poll_options(PollOptions { max_wait: Duration::from_millis(200).into(), ..PollOptions::default() })
+            .poll_options(PollOptions {
+                max_wait: Duration::from_millis(200).into(),
+                ..PollOptions::default()
+            })
             .build();
         consumer.init().await.expect("init");
         let received = take(&mut consumer, 500).await;

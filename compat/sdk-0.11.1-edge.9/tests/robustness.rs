@@ -24,22 +24,43 @@ fn two_hundred_concurrent_sessions() {
             let connection = format!("iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{address}");
             tasks.push(tokio::spawn(async move {
                 let client = IggyClient::from_connection_string(&connection).unwrap();
-                client.connect().await.map_err(|error| format!("client {index} connect: {error}"))?;
-                client.ping().await.map_err(|error| format!("client {index} ping: {error}"))?;
-                let me = client.get_me().await.map_err(|error| format!("client {index} me: {error}"))?;
+                client
+                    .connect()
+                    .await
+                    .map_err(|error| format!("client {index} connect: {error}"))?;
+                client
+                    .ping()
+                    .await
+                    .map_err(|error| format!("client {index} ping: {error}"))?;
+                let me = client
+                    .get_me()
+                    .await
+                    .map_err(|error| format!("client {index} me: {error}"))?;
                 Ok::<(IggyClient, u32), String>((client, me.client_id))
             }));
         }
         let mut clients = Vec::new();
         for task in tasks {
-            clients.push(task.await.expect("client task").unwrap_or_else(|error| panic!("{error}")));
+            clients.push(
+                task.await
+                    .expect("client task")
+                    .unwrap_or_else(|error| panic!("{error}")),
+            );
         }
         let mut ids: Vec<u32> = clients.iter().map(|(_, client_id)| *client_id).collect();
         ids.sort_unstable();
         ids.dedup();
-        assert_eq!(ids.len(), CLIENTS as usize, "every session has its own client id");
+        assert_eq!(
+            ids.len(),
+            CLIENTS as usize,
+            "every session has its own client id"
+        );
         let stats = root.get_stats().await.unwrap();
-        assert!(stats.clients_count > CLIENTS, "{} clients", stats.clients_count);
+        assert!(
+            stats.clients_count > CLIENTS,
+            "{} clients",
+            stats.clients_count
+        );
         drop(clients);
     });
 }
@@ -57,11 +78,22 @@ fn two_hundred_concurrent_producers_and_consumers() {
             let connection = format!("iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{address}");
             tasks.push(tokio::spawn(async move {
                 let client = IggyClient::from_connection_string(&connection).unwrap();
-                client.connect().await.map_err(|error| format!("client {index} connect: {error}"))?;
-                client.ping().await.map_err(|error| format!("client {index} ping: {error}"))?;
+                client
+                    .connect()
+                    .await
+                    .map_err(|error| format!("client {index} connect: {error}"))?;
+                client
+                    .ping()
+                    .await
+                    .map_err(|error| format!("client {index} ping: {error}"))?;
                 let partition = u32::try_from(index % 4).unwrap();
                 client
-                    .send_messages(&id("crowd"), &id("t"), &Partitioning::partition_id(partition), &mut [message(index)])
+                    .send_messages(
+                        &id("crowd"),
+                        &id("t"),
+                        &Partitioning::partition_id(partition),
+                        &mut [message(index)],
+                    )
                     .await
                     .map_err(|error| format!("client {index} send: {error}"))?;
                 client
@@ -80,10 +112,18 @@ fn two_hundred_concurrent_producers_and_consumers() {
         }
         let mut clients = Vec::new();
         for task in tasks {
-            clients.push(task.await.expect("client task").unwrap_or_else(|error| panic!("{error}")));
+            clients.push(
+                task.await
+                    .expect("client task")
+                    .unwrap_or_else(|error| panic!("{error}")),
+            );
         }
         let stats = root.get_stats().await.unwrap();
-        assert!(stats.clients_count > u32::try_from(CLIENTS).unwrap(), "{} clients", stats.clients_count);
+        assert!(
+            stats.clients_count > u32::try_from(CLIENTS).unwrap(),
+            "{} clients",
+            stats.clients_count
+        );
         assert_eq!(stats.messages_count, CLIENTS);
         drop(clients);
     });
@@ -133,7 +173,11 @@ fn raw_ping_frame_gets_a_reply() {
             .expect("a reply within 10 s")
             .expect("a whole reply header");
         assert_eq!(reply[60], 8, "a Reply header");
-        assert_eq!(u32::from_le_bytes(reply[216..220].try_into().unwrap()), 0, "status OK");
+        assert_eq!(
+            u32::from_le_bytes(reply[216..220].try_into().unwrap()),
+            0,
+            "status OK"
+        );
     });
 }
 
@@ -156,7 +200,10 @@ async fn abuse(server: &Server, client: &IggyClient) {
         let mut header = request_header(1, 0);
         header[48..52].copy_from_slice(&size.to_le_bytes());
         socket.write_all(&header).await.unwrap();
-        assert!(ends_within_bound(&mut socket).await, "size {size:#x} left the connection open");
+        assert!(
+            ends_within_bound(&mut socket).await,
+            "size {size:#x} left the connection open"
+        );
         client.ping().await.expect("a normal client still works");
     }
     // A size below the header itself.
@@ -164,7 +211,10 @@ async fn abuse(server: &Server, client: &IggyClient) {
     let mut header = request_header(1, 0);
     header[48..52].copy_from_slice(&17u32.to_le_bytes());
     socket.write_all(&header).await.unwrap();
-    assert!(ends_within_bound(&mut socket).await, "a size below 256 left the connection open");
+    assert!(
+        ends_within_bound(&mut socket).await,
+        "a size below 256 left the connection open"
+    );
 
     // An unknown header kind and an unknown operation.
     for (offset, value) in [(60usize, 99u8), (176, 250)] {
@@ -172,7 +222,10 @@ async fn abuse(server: &Server, client: &IggyClient) {
         let mut header = request_header(1, 0);
         header[offset] = value;
         socket.write_all(&header).await.unwrap();
-        assert!(ends_within_bound(&mut socket).await, "byte {offset} = {value} was served");
+        assert!(
+            ends_within_bound(&mut socket).await,
+            "byte {offset} = {value} was served"
+        );
     }
 
     // Random garbage, many connections, some closed abruptly mid-frame.
@@ -184,7 +237,8 @@ async fn abuse(server: &Server, client: &IggyClient) {
         if round % 2 == 0 {
             drop(socket);
         } else {
-            let _ = tokio::time::timeout(Duration::from_millis(50), socket.read(&mut [0u8; 64])).await;
+            let _ =
+                tokio::time::timeout(Duration::from_millis(50), socket.read(&mut [0u8; 64])).await;
         }
     }
     client.ping().await.expect("a normal client still works");
@@ -214,7 +268,11 @@ fn garbage_leaves_stored_messages_untouched() {
         for (index, message) in messages.iter().enumerate() {
             assert_message(message, index as u64);
         }
-        let topic = client.get_topic(&id("calm"), &id("t")).await.unwrap().unwrap();
+        let topic = client
+            .get_topic(&id("calm"), &id("t"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(topic.messages_count, 10, "nothing stored changed");
     });
 }

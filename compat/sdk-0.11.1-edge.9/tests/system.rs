@@ -12,8 +12,15 @@ fn ping_works_before_login_and_nothing_else_does() {
     run(async {
         let client = anonymous_client(&server).await;
         client.ping().await.expect("ping before login");
-        let error = client.get_streams().await.expect_err("get streams before login");
-        assert_eq!(error.as_code(), IggyError::Unauthenticated.as_code(), "{error}");
+        let error = client
+            .get_streams()
+            .await
+            .expect_err("get streams before login");
+        assert_eq!(
+            error.as_code(),
+            IggyError::Unauthenticated.as_code(),
+            "{error}"
+        );
     });
 }
 
@@ -22,7 +29,10 @@ fn login_with_password_get_me_and_logout() {
     let server = Server::start();
     run(async {
         let client = anonymous_client(&server).await;
-        let identity = client.login_user(ROOT_USERNAME, ROOT_PASSWORD).await.expect("login");
+        let identity = client
+            .login_user(ROOT_USERNAME, ROOT_PASSWORD)
+            .await
+            .expect("login");
         assert_eq!(identity.user_id, 0, "root is user 0");
         client.ping().await.expect("ping after login");
         let me = client.get_me().await.expect("get me");
@@ -38,8 +48,15 @@ fn login_with_wrong_password_is_refused() {
     let server = Server::start();
     run(async {
         let client = anonymous_client(&server).await;
-        let error = client.login_user(ROOT_USERNAME, "wrong-password").await.expect_err("login");
-        assert_eq!(error.as_code(), IggyError::InvalidCredentials.as_code(), "{error}");
+        let error = client
+            .login_user(ROOT_USERNAME, "wrong-password")
+            .await
+            .expect_err("login");
+        assert_eq!(
+            error.as_code(),
+            IggyError::InvalidCredentials.as_code(),
+            "{error}"
+        );
         // The server still serves a correct login on a new connection.
         let client = root_client(&server).await;
         client.ping().await.expect("ping");
@@ -58,9 +75,15 @@ fn login_with_personal_access_token() {
         assert!(!raw.token.is_empty());
 
         let client = anonymous_client(&server).await;
-        let identity = client.login_with_personal_access_token(&raw.token).await.expect("PAT login");
+        let identity = client
+            .login_with_personal_access_token(&raw.token)
+            .await
+            .expect("PAT login");
         assert_eq!(identity.user_id, 0);
-        client.get_streams().await.expect("get streams with a PAT session");
+        client
+            .get_streams()
+            .await
+            .expect("get streams with a PAT session");
 
         let connection = format!("iggy://{}@{}", raw.token, server.tcp_address());
         let client = IggyClient::from_connection_string(&connection).expect("connection string");
@@ -72,7 +95,11 @@ fn login_with_personal_access_token() {
             .login_with_personal_access_token("not-a-token")
             .await
             .expect_err("login with a bad token");
-        assert_eq!(error.as_code(), IggyError::InvalidPersonalAccessToken.as_code(), "{error}");
+        assert_eq!(
+            error.as_code(),
+            IggyError::InvalidPersonalAccessToken.as_code(),
+            "{error}"
+        );
     });
 }
 
@@ -123,7 +150,10 @@ fn cluster_metadata_names_one_leader() {
     let server = Server::start();
     run(async {
         let client = root_client(&server).await;
-        let metadata = client.get_cluster_metadata().await.expect("cluster metadata");
+        let metadata = client
+            .get_cluster_metadata()
+            .await
+            .expect("cluster metadata");
         assert_eq!(metadata.nodes.len(), 1, "{metadata:?}");
         let node = &metadata.nodes[0];
         assert_eq!(node.role, ClusterNodeRole::Leader, "{metadata:?}");
@@ -135,7 +165,10 @@ fn describe_options_lists_the_topic_catalog() {
     let server = Server::start();
     run(async {
         let client = root_client(&server).await;
-        let options = client.describe_options(OptionsScope::Topic).await.expect("describe");
+        let options = client
+            .describe_options(OptionsScope::Topic)
+            .await
+            .expect("describe");
         assert!(!options.is_empty(), "the topic catalog is not empty");
     });
 }

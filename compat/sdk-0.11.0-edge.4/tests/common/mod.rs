@@ -29,9 +29,15 @@ pub fn run<F: Future<Output = ()>>(body: F) {
 
 /// A client connected and signed in as root with the password.
 pub async fn root_client(server: &Server) -> IggyClient {
-    let connection = format!("iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{}", server.tcp_address());
+    let connection = format!(
+        "iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{}",
+        server.tcp_address()
+    );
     let client = IggyClient::from_connection_string(&connection).expect("connection string");
-    client.connect().await.unwrap_or_else(|error| panic!("connect as root: {error}"));
+    client
+        .connect()
+        .await
+        .unwrap_or_else(|error| panic!("connect as root: {error}"));
     client
 }
 
@@ -85,14 +91,19 @@ pub fn message(index: u64) -> IggyMessage {
 
 pub fn assert_message(message: &IggyMessage, index: u64) {
     assert_eq!(message.header.id, u128::from(index) + 1, "message id");
-    assert_eq!(message.payload.as_ref(), format!("payload-{index}").as_bytes());
+    assert_eq!(
+        message.payload.as_ref(),
+        format!("payload-{index}").as_bytes()
+    );
     let headers = message
         .user_headers_map()
         .expect("decodable headers")
         .expect("headers present");
     let key = HeaderKey::from_str("index").expect("key");
     assert_eq!(
-        headers.get(&key).map(|value| value.as_uint64().expect("u64 header")),
+        headers
+            .get(&key)
+            .map(|value| value.as_uint64().expect("u64 header")),
         Some(index),
         "header `index` of message {index}"
     );
@@ -107,7 +118,12 @@ pub async fn send_range(
 ) {
     let mut messages: Vec<IggyMessage> = range.map(message).collect();
     client
-        .send_messages(&id(stream), &id(topic), &Partitioning::partition_id(partition), &mut messages)
+        .send_messages(
+            &id(stream),
+            &id(topic),
+            &Partitioning::partition_id(partition),
+            &mut messages,
+        )
         .await
         .unwrap_or_else(|error| panic!("send to partition {partition}: {error}"));
 }
@@ -123,7 +139,15 @@ pub async fn poll(
     auto_commit: bool,
 ) -> PolledMessages {
     client
-        .poll_messages(&id(stream), &id(topic), Some(partition), consumer, &strategy, count, auto_commit)
+        .poll_messages(
+            &id(stream),
+            &id(topic),
+            Some(partition),
+            consumer,
+            &strategy,
+            count,
+            auto_commit,
+        )
         .await
         .unwrap_or_else(|error| panic!("poll {strategy:?}: {error}"))
 }

@@ -113,13 +113,17 @@ pub fn assert_message(message: &IggyMessage, index: u64) {
         .expect("headers present");
     let index_key = HeaderKey::from_str("index").expect("key");
     assert_eq!(
-        headers.get(&index_key).map(|value| value.as_uint64().expect("u64 header")),
+        headers
+            .get(&index_key)
+            .map(|value| value.as_uint64().expect("u64 header")),
         Some(index),
         "header `index` of message {index}"
     );
     let kind_key = HeaderKey::from_str("kind").expect("key");
     assert_eq!(
-        headers.get(&kind_key).map(|value| value.as_str().expect("str header").to_owned()),
+        headers
+            .get(&kind_key)
+            .map(|value| value.as_str().expect("str header").to_owned()),
         Some("compat".to_owned()),
         "header `kind` of message {index}"
     );
@@ -176,7 +180,10 @@ pub async fn poll_all(
             .unwrap_or_else(|error| panic!("poll partition {partition} at {offset}: {error}"));
         if polled.messages.is_empty() {
             attempts += 1;
-            assert!(attempts < 100, "partition {partition} stalled at {offset} of {expected}");
+            assert!(
+                attempts < 100,
+                "partition {partition} stalled at {offset} of {expected}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         messages.extend(polled.messages);
