@@ -438,3 +438,112 @@ fn large_batches_and_payloads_round_trip() {
         }
     });
 }
+
+#[test]
+fn deferred_poll_waits_for_a_message_that_arrives_later() {
+    let server = Server::start();
+    run(async {
+        let client = root_client(&server).await;
+        create_stream_topic(&client, STREAM, TOPIC, 1).await;
+        let waiter = root_client(&server).await;
+        let poll = tokio::spawn(async move {
+            let options = PollOptions::wait(std::time::Duration::from_secs(20).into());
+            waiter
+                .poll_messages(
+                    &id(STREAM),
+                    &id(TOPIC),
+                    0,
+                    &Consumer::new(id("waiter")),
+                    &PollingStrategy::offset(0),
+                    options,
+                )
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        send_range(&client, STREAM, TOPIC, 0, 0..1, 1).await;
+        let polled = poll.await.expect("poll task").expect("deferred poll");
+        assert_eq!(
+            offsets(&polled),
+            [0],
+            "the parked poll returns the new message"
+        );
+        assert_message(&polled.messages[0], 0);
+    });
+}
+
+#[test]
+fn delete_segments_truncates_the_oldest_closed_segments() {
+    let server = Server::start();
+    run(async {
+        let client = root_client(&server).await;
+        client
+            .create_stream(STREAM, &StreamCreateOptions::default())
+            .await
+            .unwrap();
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            segment_size: Some(IggyByteSize::from(1024 * 1024)),
+            ..TopicCreateOptions::default()
+        };
+        client
+            .create_topic(&id(STREAM), TOPIC, &options)
+            .await
+            .expect("1 MiB segments");
+        let payload = vec![7u8; 64 * 1024];
+        for batch in 0..8 {
+            let mut messages: Vec<IggyMessage> = (0..10)
+                .map(|index| {
+                    IggyMessage::builder()
+                        .id(batch * 10 + index + 1)
+                        .payload(payload.clone().into())
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            client
+                .send_messages(
+                    &id(STREAM),
+                    &id(TOPIC),
+                    &Partitioning::partition_id(0),
+                    &mut messages,
+                )
+                .await
+                .expect("send 640 KiB");
+        }
+        let before = client
+            .get_topic(&id(STREAM), &id(TOPIC))
+            .await
+            .unwrap()
+            .unwrap();
+        let segments = before.partitions[0].segments_count;
+        assert!(
+            segments >= 3,
+            "5 MiB over 1 MiB segments: {segments} segments"
+        );
+        client
+            .delete_segments(&id(STREAM), &id(TOPIC), 0, 1)
+            .await
+            .expect("delete one segment");
+        let after = client
+            .get_topic(&id(STREAM), &id(TOPIC))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.partitions[0].segments_count, segments - 1);
+        assert!(after.partitions[0].messages_count < 80);
+        let first = poll(
+            &client,
+            0,
+            &Consumer::new(id("c")),
+            PollingStrategy::first(),
+            1,
+            CommitPolicy::Manual,
+        )
+        .await;
+        assert!(
+            first.messages[0].header.offset > 0,
+            "the oldest messages are gone"
+        );
+        assert_eq!(first.current_offset, 79, "the head stays");
+    });
+}
