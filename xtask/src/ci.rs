@@ -73,6 +73,7 @@ fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
         Step::NoStd => cmd!(sh, "cargo check -p proto --no-default-features").run()?,
         Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
         Step::Compat => compat(sh)?,
+        Step::Integration => integration(sh)?,
         Step::Fuzz => fuzz(sh)?,
     }
     Ok(())
@@ -113,28 +114,73 @@ fn test(sh: &Shell) -> Result<(), DynError> {
     Ok(())
 }
 
-/// Each `compat/<dialect>/` project has its own lockfile; they share one target directory so
-/// their common dependencies build once.
-fn compat(sh: &Shell) -> Result<(), DynError> {
-    let root = sh.current_dir();
-    let compat = root.join("compat");
+/// The `compat/<prefix>*` projects, each with its own lockfile, sorted.
+fn compat_projects(sh: &Shell, prefix: &str) -> Result<Vec<PathBuf>, DynError> {
+    let compat = sh.current_dir().join("compat");
     let mut manifests: Vec<PathBuf> = Vec::new();
     if compat.is_dir() {
         for entry in std::fs::read_dir(&compat)? {
-            let manifest = entry?.path().join("Cargo.toml");
-            if manifest.is_file() {
+            let path = entry?.path();
+            let named = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or_default();
+            let manifest = path.join("Cargo.toml");
+            if named.starts_with(prefix) && manifest.is_file() {
                 manifests.push(manifest);
             }
         }
     }
     manifests.sort();
+    Ok(manifests)
+}
+
+/// The codec cross-checks (`compat/codec-*`) against the published SDK crates. They share
+/// one target directory so their common dependencies build once.
+fn compat(sh: &Shell) -> Result<(), DynError> {
+    let manifests = compat_projects(sh, "codec-")?;
     if manifests.is_empty() {
-        println!("no compat/*/Cargo.toml: nothing to test");
+        println!("no compat/codec-*/Cargo.toml: nothing to test");
     }
-    let target_dir = root.join("target/compat");
+    let target_dir = sh.current_dir().join("target/compat");
     for manifest in &manifests {
         cmd!(sh, "cargo test --manifest-path {manifest}")
             .env("CARGO_TARGET_DIR", &target_dir)
+            .run()?;
+    }
+    Ok(())
+}
+
+/// The real clients against the real binary: the Rust SDK projects (`compat/sdk-*`), the
+/// Python SDK and the CLI. Each test starts its own server on a free loopback port.
+fn integration(sh: &Shell) -> Result<(), DynError> {
+    let root = sh.current_dir();
+    if !root.join("bin/iggy/Cargo.toml").is_file() {
+        println!("no bin/iggy: nothing to run against");
+        return Ok(());
+    }
+    cmd!(sh, "cargo build --release --bin iggy --features full").run()?;
+    let server = root.join("target/release/iggy");
+    let target_dir = root.join("target/compat");
+    for manifest in compat_projects(sh, "sdk-")? {
+        cmd!(
+            sh,
+            "cargo test --manifest-path {manifest} --no-fail-fast -- --test-threads=2"
+        )
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("IGGY_SERVER_BIN", &server)
+        .run()?;
+    }
+    let python = root.join("compat/python/run.sh");
+    if python.is_file() {
+        cmd!(sh, "bash {python}")
+            .env("IGGY_SERVER_BIN", &server)
+            .run()?;
+    }
+    let cli = root.join("compat/cli/smoke.sh");
+    if cli.is_file() {
+        cmd!(sh, "bash {cli}")
+            .env("IGGY_SERVER_BIN", &server)
             .run()?;
     }
     Ok(())
