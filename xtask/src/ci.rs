@@ -17,6 +17,8 @@ use crate::{DynError, tidy};
 /// Installed when `cargo deny` is missing; pinned so that a new release cannot change what
 /// `deny.toml` means under CI's feet.
 const CARGO_DENY_VERSION: &str = "0.20.2";
+/// The `iggy` CLI users already have (spec/CLIENTS.md); the integration step drives it.
+const IGGY_CLI_VERSION: &str = "0.14.1-edge.7";
 
 #[derive(Debug)]
 struct StepError {
@@ -100,6 +102,31 @@ fn install(sh: &Shell) -> Result<(), DynError> {
         )
         .run()?;
     }
+    install_iggy_cli(sh)
+}
+
+/// The CLI's binary is called `iggy`, like our server, so it is looked up where
+/// `cargo install` puts it rather than on `PATH`.
+fn install_iggy_cli(sh: &Shell) -> Result<(), DynError> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let cli = home.join("bin/iggy");
+    let installed = cmd!(sh, "{cli} --version")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .unwrap_or_default();
+    if installed.contains(IGGY_CLI_VERSION) {
+        println!("iggy-cli {IGGY_CLI_VERSION}: already installed");
+        return Ok(());
+    }
+    cmd!(
+        sh,
+        "cargo install iggy-cli --locked --version {IGGY_CLI_VERSION}"
+    )
+    .run()?;
     Ok(())
 }
 
