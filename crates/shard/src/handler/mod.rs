@@ -18,6 +18,9 @@ pub(crate) mod topics;
 pub(crate) mod update_resource;
 pub(crate) mod users;
 
+#[cfg(test)]
+mod metadata_tests;
+
 use proto::ErrorCode;
 use proto::codes::CommandCode;
 use proto::commands::Request;
