@@ -187,8 +187,8 @@ fn streams_topics_and_partitions_round_trip() {
             topic_id: id("events"),
             partitions_count: 1,
         };
-        let shrunk = call(server, &mut root, CommandCode::DeletePartitions, &shrink).await;
-        assert_eq!(shrunk, Ok(None));
+        let removed = call(server, &mut root, CommandCode::DeletePartitions, &shrink).await;
+        assert_eq!(removed, Ok(None));
         let get = GetTopic {
             stream_id: 0.into(),
             topic_id: 0.into(),

@@ -24,42 +24,9 @@ pub(crate) async fn handle(
     request: Request<'_>,
 ) -> Outcome {
     let call = Call::of(header, connection);
-    let figures = DataFigures(&server.data);
     let defaults = TopicSettings::default();
     match request {
-        Request::GetTopic(get) => {
-            let metadata = server.metadata.borrow();
-            let found = call.actor(&metadata).and_then(|actor| {
-                // An unknown stream or topic is the empty "not found" body.
-                let Ok((stream, topic)) = metadata.topic(&get.stream_id, &get.topic_id) else {
-                    return Ok(None);
-                };
-                require(can_read_topic(actor, stream.id, topic.id))?;
-                let commit = metadata.commit;
-                Ok(Some(responses::topic_details(
-                    stream.id, topic, &figures, commit,
-                )))
-            });
-            match found {
-                Ok(details) => call.answer(server, &details),
-                Err(code) => call.reject(server, code),
-            }
-        }
-        Request::GetTopics(list) => {
-            let metadata = server.metadata.borrow();
-            let listed = call.actor(&metadata).and_then(|actor| {
-                // An unknown stream lists no topics, as the reference answers.
-                let Ok(stream) = metadata.stream(&list.stream_id) else {
-                    return Ok(Topics(Vec::new()));
-                };
-                require(can_read_topics(actor, stream.id))?;
-                Ok(responses::topics(stream, &figures))
-            });
-            match listed {
-                Ok(topics) => call.answer(server, &topics),
-                Err(code) => call.reject(server, code),
-            }
-        }
+        request @ (Request::GetTopic(_) | Request::GetTopics(_)) => read(server, call, &request),
         Request::CreateTopic(create) => {
             let op = {
                 let metadata = server.metadata.borrow();
@@ -96,6 +63,49 @@ pub(crate) async fn handle(
             call.commit(server, op, |_, _| Some(Empty)).await
         }
         Request::PurgeTopic(purge) => purge_topic(server, call, &purge).await,
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `GET_TOPIC` (300) and `GET_TOPICS` (301).
+fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
+    match request {
+        Request::GetTopic(get) => {
+            let metadata = server.metadata.borrow();
+            let found = call.actor(&metadata).and_then(|actor| {
+                // An unknown stream or topic is the empty "not found" body.
+                let Ok((stream, topic)) = metadata.topic(&get.stream_id, &get.topic_id) else {
+                    return Ok(None);
+                };
+                require(can_read_topic(actor, stream.id, topic.id))?;
+                let commit = metadata.commit;
+                Ok(Some(responses::topic_details(
+                    stream.id,
+                    topic,
+                    &DataFigures(&server.data),
+                    commit,
+                )))
+            });
+            match found {
+                Ok(details) => call.answer(server, &details),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::GetTopics(list) => {
+            let metadata = server.metadata.borrow();
+            let listed = call.actor(&metadata).and_then(|actor| {
+                // An unknown stream lists no topics, as the reference answers.
+                let Ok(stream) = metadata.stream(&list.stream_id) else {
+                    return Ok(Topics(Vec::new()));
+                };
+                require(can_read_topics(actor, stream.id))?;
+                Ok(responses::topics(stream, &DataFigures(&server.data)))
+            });
+            match listed {
+                Ok(topics) => call.answer(server, &topics),
+                Err(code) => call.reject(server, code),
+            }
+        }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
 }

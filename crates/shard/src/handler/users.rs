@@ -26,32 +26,7 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let call = Call::of(header, connection);
     match request {
-        Request::GetUser(get) => {
-            let metadata = server.metadata.borrow();
-            let found = call.actor(&metadata).and_then(|actor| {
-                require(can_read_users(actor))?;
-                // An unknown user is the empty "not found" body.
-                Ok(metadata
-                    .user(&get.user_id)
-                    .ok()
-                    .map(responses::user_details))
-            });
-            match found {
-                Ok(details) => call.answer(server, &details),
-                Err(code) => call.reject(server, code),
-            }
-        }
-        Request::GetUsers(_) => {
-            let metadata = server.metadata.borrow();
-            let listed = call.actor(&metadata).and_then(|actor| {
-                require(can_read_users(actor))?;
-                Ok(responses::users(&metadata))
-            });
-            match listed {
-                Ok(users) => call.answer(server, &users),
-                Err(code) => call.reject(server, code),
-            }
-        }
+        request @ (Request::GetUser(_) | Request::GetUsers(_)) => read(server, call, &request),
         Request::CreateUser(create) => {
             let op = {
                 let metadata = server.metadata.borrow();
@@ -99,6 +74,39 @@ pub(crate) async fn handle(
                     .and_then(|actor| validate::change_password(&metadata, actor, &change, hash))
             };
             call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `GET_USER` (31) and `GET_USERS` (32).
+fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
+    match request {
+        Request::GetUser(get) => {
+            let metadata = server.metadata.borrow();
+            let found = call.actor(&metadata).and_then(|actor| {
+                require(can_read_users(actor))?;
+                // An unknown user is the empty "not found" body.
+                Ok(metadata
+                    .user(&get.user_id)
+                    .ok()
+                    .map(responses::user_details))
+            });
+            match found {
+                Ok(details) => call.answer(server, &details),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::GetUsers(_) => {
+            let metadata = server.metadata.borrow();
+            let listed = call.actor(&metadata).and_then(|actor| {
+                require(can_read_users(actor))?;
+                Ok(responses::users(&metadata))
+            });
+            match listed {
+                Ok(users) => call.answer(server, &users),
+                Err(code) => call.reject(server, code),
+            }
         }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
