@@ -8,6 +8,7 @@
 //! 127.0.0.1.
 
 use std::fs::File;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -244,10 +245,30 @@ pub fn server_binary() -> PathBuf {
         })
 }
 
-/// A loopback address whose port was free a moment ago.
+/// First port handed out; below Linux's ephemeral range (32768–60999), so no client
+/// connection can take a server's port while the server restarts.
+const PORT_FIRST: u16 = 20_000;
+/// Ports handed out from `PORT_FIRST` on.
+const PORT_SPAN: u16 = 12_000;
+
+/// A loopback address whose port is free now and not handed out before by this process.
+///
+/// Ports come from a per-process sequence (offset by the process id, so test binaries run
+/// one after another do not start on the same port) outside the ephemeral range: a port
+/// picked by binding port 0 could be handed to a concurrent test, or to a client socket, in
+/// the moment a server is down between a kill and a restart.
 pub fn free_loopback_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");
-    listener.local_addr().expect("read the ephemeral port")
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let offset = u16::try_from(std::process::id() % u32::from(PORT_SPAN)).unwrap_or(0);
+    for _ in 0..PORT_SPAN {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = PORT_FIRST + (offset + step % PORT_SPAN) % PORT_SPAN;
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        if TcpListener::bind(address).is_ok() {
+            return address;
+        }
+    }
+    panic!("no free loopback port in {PORT_FIRST}..{}", PORT_FIRST + PORT_SPAN)
 }
 
 fn signal(child: &Child, signal: libc::c_int) {
