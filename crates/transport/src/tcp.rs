@@ -244,7 +244,15 @@ async fn serve_frames<H: ConnectionHandler>(
                 pending.push(answer(handler, connection, header, body));
                 Ok(())
             }
-            Either::Left(Some(Incoming::Frame(..))) => Err(Ended::Stopping),
+            Either::Left(Some(Incoming::Frame(..))) => {
+                // Shutting down: no new request; the ones in flight still get answers.
+                reading = false;
+                if pending.is_empty() {
+                    Err(Ended::Stopping)
+                } else {
+                    Ok(())
+                }
+            }
             Either::Left(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
                 write(writer, eviction)
@@ -261,11 +269,17 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Either::Left(None) => Err(Ended::PeerClosed),
             Either::Right((header, answer)) => {
+                let written = write_answer(writer, handler, connection, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
-                write_answer(writer, handler, connection, &header, answer).await
+                written
             }
         };
         if let Err(ended) = result {
+            // Requests still pending are dropped with the connection.
+            let dropped = pending.len();
+            state
+                .in_flight
+                .set(state.in_flight.get().saturating_sub(dropped));
             return ended;
         }
     }
