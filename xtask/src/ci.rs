@@ -17,6 +17,8 @@ use crate::{DynError, tidy};
 /// Installed when `cargo deny` is missing; pinned so that a new release cannot change what
 /// `deny.toml` means under CI's feet.
 const CARGO_DENY_VERSION: &str = "0.20.2";
+/// The `iggy` CLI users already have (spec/CLIENTS.md); the integration step drives it.
+const IGGY_CLI_VERSION: &str = "0.14.1-edge.7";
 
 #[derive(Debug)]
 struct StepError {
@@ -73,6 +75,7 @@ fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
         Step::NoStd => cmd!(sh, "cargo check -p proto --no-default-features").run()?,
         Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
         Step::Compat => compat(sh)?,
+        Step::Integration => integration(sh)?,
         Step::Fuzz => fuzz(sh)?,
     }
     Ok(())
@@ -99,6 +102,31 @@ fn install(sh: &Shell) -> Result<(), DynError> {
         )
         .run()?;
     }
+    install_iggy_cli(sh)
+}
+
+/// The CLI's binary is called `iggy`, like our server, so it is looked up where
+/// `cargo install` puts it rather than on `PATH`.
+fn install_iggy_cli(sh: &Shell) -> Result<(), DynError> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let cli = home.join("bin/iggy");
+    let installed = cmd!(sh, "{cli} --version")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .unwrap_or_default();
+    if installed.contains(IGGY_CLI_VERSION) {
+        println!("iggy-cli {IGGY_CLI_VERSION}: already installed");
+        return Ok(());
+    }
+    cmd!(
+        sh,
+        "cargo install iggy-cli --locked --version {IGGY_CLI_VERSION}"
+    )
+    .run()?;
     Ok(())
 }
 
@@ -113,28 +141,73 @@ fn test(sh: &Shell) -> Result<(), DynError> {
     Ok(())
 }
 
-/// Each `compat/<dialect>/` project has its own lockfile; they share one target directory so
-/// their common dependencies build once.
-fn compat(sh: &Shell) -> Result<(), DynError> {
-    let root = sh.current_dir();
-    let compat = root.join("compat");
+/// The `compat/<prefix>*` projects, each with its own lockfile, sorted.
+fn compat_projects(sh: &Shell, prefix: &str) -> Result<Vec<PathBuf>, DynError> {
+    let compat = sh.current_dir().join("compat");
     let mut manifests: Vec<PathBuf> = Vec::new();
     if compat.is_dir() {
         for entry in std::fs::read_dir(&compat)? {
-            let manifest = entry?.path().join("Cargo.toml");
-            if manifest.is_file() {
+            let path = entry?.path();
+            let named = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or_default();
+            let manifest = path.join("Cargo.toml");
+            if named.starts_with(prefix) && manifest.is_file() {
                 manifests.push(manifest);
             }
         }
     }
     manifests.sort();
+    Ok(manifests)
+}
+
+/// The codec cross-checks (`compat/codec-*`) against the published SDK crates. They share
+/// one target directory so their common dependencies build once.
+fn compat(sh: &Shell) -> Result<(), DynError> {
+    let manifests = compat_projects(sh, "codec-")?;
     if manifests.is_empty() {
-        println!("no compat/*/Cargo.toml: nothing to test");
+        println!("no compat/codec-*/Cargo.toml: nothing to test");
     }
-    let target_dir = root.join("target/compat");
+    let target_dir = sh.current_dir().join("target/compat");
     for manifest in &manifests {
         cmd!(sh, "cargo test --manifest-path {manifest}")
             .env("CARGO_TARGET_DIR", &target_dir)
+            .run()?;
+    }
+    Ok(())
+}
+
+/// The real clients against the real binary: the Rust SDK projects (`compat/sdk-*`), the
+/// Python SDK and the CLI. Each test starts its own server on a free loopback port.
+fn integration(sh: &Shell) -> Result<(), DynError> {
+    let root = sh.current_dir();
+    if !root.join("bin/iggy/Cargo.toml").is_file() {
+        println!("no bin/iggy: nothing to run against");
+        return Ok(());
+    }
+    cmd!(sh, "cargo build --release --bin iggy --features full").run()?;
+    let server = root.join("target/release/iggy");
+    let target_dir = root.join("target/compat");
+    for manifest in compat_projects(sh, "sdk-")? {
+        cmd!(
+            sh,
+            "cargo test --manifest-path {manifest} --no-fail-fast -- --test-threads=2"
+        )
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("IGGY_SERVER_BIN", &server)
+        .run()?;
+    }
+    let python = root.join("compat/python/run.sh");
+    if python.is_file() {
+        cmd!(sh, "bash {python}")
+            .env("IGGY_SERVER_BIN", &server)
+            .run()?;
+    }
+    let cli = root.join("compat/cli/smoke.sh");
+    if cli.is_file() {
+        cmd!(sh, "bash {cli}")
+            .env("IGGY_SERVER_BIN", &server)
             .run()?;
     }
     Ok(())

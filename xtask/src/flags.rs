@@ -34,11 +34,12 @@ pub(crate) enum Step {
     NoStd,
     Deny,
     Compat,
+    Integration,
     Fuzz,
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 9] = [
+    pub(crate) const ALL: [Step; 10] = [
         Step::Install,
         Step::Fmt,
         Step::Clippy,
@@ -47,6 +48,7 @@ impl Step {
         Step::NoStd,
         Step::Deny,
         Step::Compat,
+        Step::Integration,
         Step::Fuzz,
     ];
 
@@ -60,6 +62,7 @@ impl Step {
             Step::NoStd => "no-std",
             Step::Deny => "deny",
             Step::Compat => "compat",
+            Step::Integration => "integration",
             Step::Fuzz => "fuzz",
         }
     }

@@ -1,4 +1,4 @@
-//! Appends of 1000 × 1 KiB batches through the partition writer, each scenario next to the
+//! Appends of 1000 × 1 KiB batches through the partition task, each scenario next to the
 //! raw throughput of the same disk with the same record size and sync pattern, measured in
 //! the same run with plain `std::fs` writes:
 //!
@@ -10,7 +10,7 @@
 //! | `persisted` ×8 | 8 concurrent appenders | buffered writes of 8 records, then one fdatasync |
 //!
 //! The last row has no target: it separates the cost of the page cache, which the log writes
-//! through, from the writer's own.
+//! through, from the task's own.
 //!
 //! Settings come from the environment: `SEGMENT_BENCH_DIR` (default `target/bench-tmp`; it
 //! must be a real disk, not a tmpfs), `SEGMENT_BENCH_BYTES` per measurement (default
@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use proto::batch::{BatchEncodeError, OutgoingMessage, encode_batch};
-use segment::log::{Durability, LogConfig, OpenError, PartitionLog};
+use segment::log::{Durability, LogConfig};
+use segment::partition::{PartitionError, PartitionHandle, PartitionSpec};
 use segment::storage::compio::CompioStorage;
-use segment::writer::{PartitionWriter, WriterError, WriterHandle};
 
 const MESSAGES_PER_BATCH: usize = 1000;
 const PAYLOAD_BYTES: usize = 1024;
@@ -97,10 +97,10 @@ enum BenchError {
     },
     #[error("encode the batch")]
     Encode(#[source] BatchEncodeError),
-    #[error("open the partition log")]
-    Open(#[source] OpenError),
-    #[error("append through the writer")]
-    Writer(#[source] WriterError),
+    #[error("open the partition")]
+    Open(#[source] PartitionError),
+    #[error("append through the partition task")]
+    Writer(#[source] PartitionError),
     #[error("appender task")]
     Task(#[source] compio::runtime::JoinError),
 }
@@ -332,14 +332,17 @@ async fn measure_writer(
     batch: &[u8],
     count: u64,
 ) -> Result<f64, BenchError> {
-    let config = LogConfig {
-        durability: scenario.durability,
-        ..LogConfig::default()
+    let spec = PartitionSpec {
+        directory: directory.to_path_buf(),
+        log: LogConfig {
+            durability: scenario.durability,
+            ..LogConfig::default()
+        },
+        offsets_durability: scenario.durability,
     };
-    let (log, _) = PartitionLog::open(CompioStorage::new(), directory, config)
+    let handle = PartitionHandle::open(CompioStorage::new(), spec, || {})
         .await
         .map_err(BenchError::Open)?;
-    let handle: WriterHandle<Vec<u8>> = PartitionWriter::spawn(log);
     let share = count / scenario.appenders as u64;
     let buffers: Vec<Vec<u8>> = (0..scenario.appenders).map(|_| batch.to_vec()).collect();
     let started = Instant::now();
@@ -356,7 +359,7 @@ async fn measure_writer(
         outcome = outcome.and(result);
     }
     let elapsed = started.elapsed();
-    let closed = handle.close().await.map_err(BenchError::Writer);
+    let closed = handle.close(false).await.map_err(BenchError::Writer);
     std::fs::remove_dir_all(directory).map_err(io_error("remove", directory))?;
     outcome.and(closed)?;
     Ok(mb_per_s(count * batch.len() as u64, elapsed))
@@ -364,16 +367,16 @@ async fn measure_writer(
 
 /// One appender: `count` appends of the same buffer, handed back by each acknowledgement.
 async fn append_many(
-    handle: WriterHandle<Vec<u8>>,
+    handle: PartitionHandle,
     batch: Vec<u8>,
     count: u64,
 ) -> Result<(), BenchError> {
     let mut buffer = Some(batch);
     for now_us in 0..count {
         let Some(batch) = buffer.take() else {
-            return Err(BenchError::Writer(WriterError::Closed));
+            return Err(BenchError::Writer(PartitionError::Closed));
         };
-        let (result, returned) = handle.append_returning(batch, now_us).await;
+        let (result, returned) = handle.append_returning(batch, now_us, None).await;
         result.map_err(BenchError::Writer)?;
         buffer = returned;
     }

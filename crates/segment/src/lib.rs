@@ -3,8 +3,9 @@
 //!
 //! Layering: [`format`] is the byte format as plain functions (no I/O); [`storage`] is the
 //! I/O boundary (a file-system trait with in-memory, compio and io-uring backends); the log
-//! itself drives the format through a storage, and [`writer`] (feature `compio`) runs it as a
-//! task that gives concurrent appenders group commit.
+//! itself drives the format through a storage, and [`partition`] (feature `compio`) runs it
+//! with the consumer [`offsets`] and the idempotent [`producers`] as one task per partition,
+//! which gives concurrent appenders group commit.
 
 extern crate alloc;
 
@@ -12,6 +13,7 @@ pub mod format;
 pub mod layout;
 pub mod log;
 pub mod offsets;
-pub mod storage;
 #[cfg(feature = "compio")]
-pub mod writer;
+pub mod partition;
+pub mod producers;
+pub mod storage;

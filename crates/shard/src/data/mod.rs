@@ -12,7 +12,6 @@ mod groups;
 mod offsets;
 mod partition;
 mod poll;
-mod producers;
 mod resolve;
 mod send;
 mod signal;
@@ -29,10 +28,10 @@ pub use partition::{
 pub use poll::{
     FetchPlan, FetchTargetPlan, PollPlan, PollRefusal, PollRequest, Polled, read_start,
 };
-pub use producers::{Admission, PRODUCERS_MAX, ProducerTable};
 pub use resolve::{consumer_slot, offset_owner, resolve_group, resolve_topic};
+pub use segment::producers::{Admission, PRODUCERS_MAX, ProducerTable};
 pub use send::SendPlan;
-pub use signal::{Cancel, Notified, Notify, Race, Receiver, Sender, Waiting, oneshot, race};
+pub use signal::{Cancel, Notified, Notify, Race, Waiting, race};
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,11 +1,11 @@
-//! Single-thread wake-up primitives for the data plane: a broadcast [`Notify`], a
-//! [`oneshot`] reply slot and [`race`]. Everything in a shard runs on one compio thread, so
-//! these are `Rc`/`Cell` based and never lock.
+//! Single-thread wake-up primitives for the data plane: a broadcast [`Notify`], [`race`] and
+//! [`Cancel`] (crossfire, which carries the partition jobs and their replies, has no
+//! broadcast). Everything in a shard runs on one compio thread, so these are `Cell`/`RefCell`
+//! based and never lock.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// Wakes every waiter registered before [`Notify::notify_all`]. A waiter created before the
@@ -57,80 +57,6 @@ impl Future for Notified<'_> {
         if !waiters.iter().any(|waker| waker.will_wake(context.waker())) {
             waiters.push(context.waker().clone());
         }
-        Poll::Pending
-    }
-}
-
-struct Slot<T> {
-    value: Option<T>,
-    waker: Option<Waker>,
-    sender_gone: bool,
-}
-
-/// The sending half of a [`oneshot`]; dropping it unsent makes the receiver yield `None`.
-pub struct Sender<T> {
-    slot: Rc<RefCell<Slot<T>>>,
-}
-
-/// The receiving half of a [`oneshot`]: a future of `Some(value)`, or `None` when the sender
-/// was dropped without sending (the partition task ended).
-pub struct Receiver<T> {
-    slot: Rc<RefCell<Slot<T>>>,
-}
-
-/// A single-value reply channel between a caller and a partition task.
-pub fn oneshot<T>() -> (Sender<T>, Receiver<T>) {
-    let slot = Rc::new(RefCell::new(Slot {
-        value: None,
-        waker: None,
-        sender_gone: false,
-    }));
-    (
-        Sender {
-            slot: Rc::clone(&slot),
-        },
-        Receiver { slot },
-    )
-}
-
-impl<T> Sender<T> {
-    pub fn send(self, value: T) {
-        let waker = {
-            let mut slot = self.slot.borrow_mut();
-            slot.value = Some(value);
-            slot.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        let waker = {
-            let mut slot = self.slot.borrow_mut();
-            slot.sender_gone = true;
-            slot.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-impl<T> Future for Receiver<T> {
-    type Output = Option<T>;
-
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Option<T>> {
-        let mut slot = self.slot.borrow_mut();
-        if let Some(value) = slot.value.take() {
-            return Poll::Ready(Some(value));
-        }
-        if slot.sender_gone {
-            return Poll::Ready(None);
-        }
-        slot.waker = Some(context.waker().clone());
         Poll::Pending
     }
 }
@@ -209,18 +135,6 @@ mod tests {
         assert!(poll_once(waiter.as_mut()).is_ready());
         let mut late = pin!(notify.notified());
         assert!(poll_once(late.as_mut()).is_pending());
-    }
-
-    #[test]
-    fn oneshot_delivers_or_reports_a_dropped_sender() {
-        let (sender, receiver) = oneshot();
-        let mut receiver = pin!(receiver);
-        assert!(poll_once(receiver.as_mut()).is_pending());
-        sender.send(5);
-        assert_eq!(poll_once(receiver.as_mut()), Poll::Ready(Some(5)));
-        let (sender, receiver) = oneshot::<u8>();
-        drop(sender);
-        assert_eq!(poll_once(pin!(receiver)), Poll::Ready(None));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proto::ErrorCode;
-use proto::batch::Batch;
+use proto::batch::{Batch, OutgoingMessage, Producer, encode_batch};
 use proto::codec::decode_exact;
 use proto::commands::messages::{PolledMessages, SendMessages};
 use proto::commands::offsets::OffsetSelector;
@@ -17,7 +17,6 @@ use proto::primitives::{
 use proto::{Dialect, batch::Integrity};
 use segment::storage::memory::MemoryStorage;
 
-use super::partition::tests::batch;
 use super::*;
 use crate::metadata::{ConsumerGroup, Partition, Stream, TopicSettings};
 use proto::primitives::OptionsBlock;
@@ -255,7 +254,7 @@ fn send_refusals_and_key_partitioning() {
             )
             .unwrap();
         assert_eq!(plan.key.partition_id, expected);
-        let producer = proto::batch::Producer {
+        let producer = Producer {
             producer_id: 1,
             epoch: 0,
             base_sequence: 0,
@@ -352,4 +351,22 @@ fn key(partition_id: u32) -> PartitionKey {
         topic_id: 0,
         partition_id,
     }
+}
+
+/// A batch of `count` messages as a producer sends it.
+pub(crate) fn batch(count: usize, producer: Option<Producer>) -> Vec<u8> {
+    let payloads: Vec<Vec<u8>> = (0..count).map(|index| vec![b'm'; index + 1]).collect();
+    let messages: Vec<OutgoingMessage<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(index, payload)| OutgoingMessage {
+            id: u128::try_from(index).unwrap() + 1,
+            origin_timestamp: 1_700_000_000_000_000,
+            payload,
+            user_headers: &[],
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    encode_batch(&messages, producer, &mut bytes).unwrap();
+    bytes
 }

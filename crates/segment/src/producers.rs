@@ -2,9 +2,9 @@
 //! latest epoch, the next expected sequence and the last appended batch, so an exact
 //! retransmission gets its original confirmation instead of a second append.
 //!
-//! Pure: the partition task asks [`ProducerTable::admit`] before an append and calls
-//! [`ProducerTable::record`] after it, both in its own serial order, so two sends of one
-//! producer can never both pass the check.
+//! Pure: the partition task ([`crate::partition`]) asks [`ProducerTable::admit`] before an
+//! append and calls [`ProducerTable::record`] after it, both in its own serial order, so two
+//! sends of one producer can never both pass the check.
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,260 @@
+//! The real `iggy` server binary as a test fixture: a loopback port of its own, a temporary data
+//! directory, `--with-default-root-credentials` (`iggy`/`iggy`), and a process that is always
+//! stopped when the fixture drops (SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]).
+//!
+//! The binary is `IGGY_SERVER_BIN` when set, else `target/release/iggy`, else
+//! `target/debug/iggy` of the repository (or of `CARGO_TARGET_DIR`'s parent layout). A test fails
+//! with the paths it tried when none exists. Every wait is bounded; nothing listens beyond
+//! 127.0.0.1.
+
+use std::fs::File;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// How long a start may take before the port accepts connections.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a SIGTERM may take before the fixture escalates to SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The root credentials `--with-default-root-credentials` creates.
+pub const ROOT_USERNAME: &str = "iggy";
+pub const ROOT_PASSWORD: &str = "iggy";
+
+/// One server process and the data directory it owns. Dropping it stops the process and removes
+/// the directory.
+pub struct Server {
+    binary: PathBuf,
+    data: TempDir,
+    address: SocketAddr,
+    extra_env: Vec<(String, String)>,
+    child: Option<Child>,
+    log_path: PathBuf,
+    starts: u32,
+}
+
+impl Server {
+    /// Starts a fresh server on a free loopback port.
+    pub fn start() -> Server {
+        Server::start_with_env(&[])
+    }
+
+    /// Starts a fresh server with extra `IGGY_*` overrides.
+    pub fn start_with_env(extra_env: &[(&str, &str)]) -> Server {
+        let binary = server_binary();
+        let data = tempfile::Builder::new()
+            .prefix("iggy-compat-")
+            .tempdir()
+            .expect("create a temporary data directory");
+        let log_path = data.path().with_extension("log");
+        let mut server = Server {
+            binary,
+            data,
+            address: free_loopback_address(),
+            extra_env: extra_env
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
+            child: None,
+            log_path,
+            starts: 0,
+        };
+        server.spawn(true);
+        server
+    }
+
+    /// The TCP address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `127.0.0.1:<port>`, as the SDK's server address.
+    pub fn tcp_address(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// The data directory (`IGGY_SYSTEM_PATH`).
+    pub fn data_path(&self) -> &Path {
+        self.data.path()
+    }
+
+    /// Stops the server with SIGTERM and waits for it (SIGKILL after [`STOP_TIMEOUT`]). Returns
+    /// the exit status, `None` when it had to be killed.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        signal(&child, libc::SIGTERM);
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    eprintln!("server ignored SIGTERM for {STOP_TIMEOUT:?}, killing it");
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash, and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(&child, libc::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the server with SIGTERM and starts it again on the same data directory and port.
+    pub fn restart(&mut self) {
+        let status = self.stop();
+        assert!(
+            status.is_some_and(|status| status.success()),
+            "server did not exit 0 on SIGTERM: {status:?}\n{}",
+            self.log_tail()
+        );
+        self.spawn(false);
+    }
+
+    /// Starts the server again on the same data directory and port, after [`Server::kill`] or
+    /// [`Server::stop`].
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "the server is still running");
+        self.spawn(false);
+    }
+
+    /// The last lines the server wrote to stdout and stderr, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(&self.log_path) {
+            let _ = file.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines.len().saturating_sub(40);
+        format!(
+            "--- server log ({}) ---\n{}",
+            self.log_path.display(),
+            lines[start..].join("\n")
+        )
+    }
+
+    fn spawn(&mut self, fresh: bool) {
+        self.starts += 1;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("open the server log");
+        let mut command = Command::new(&self.binary);
+        if fresh {
+            command.arg("--fresh");
+        }
+        command
+            .arg("--with-default-root-credentials")
+            .env("IGGY_TCP_ADDRESS", self.address.to_string())
+            .env("IGGY_SYSTEM_PATH", self.data.path())
+            .envs(self.extra_env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
+        self.child = Some(child);
+        self.wait_until_accepting();
+    }
+
+    fn wait_until_accepting(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                panic!(
+                    "server exited during start-up with {status}\n{}",
+                    self.log_tail()
+                );
+            }
+            let timeout = Duration::from_millis(200);
+            if TcpStream::connect_timeout(&self.address, timeout).is_ok() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                panic!(
+                    "server did not accept on {} within {START_TIMEOUT:?} (start {})\n{}",
+                    self.address,
+                    self.starts,
+                    self.log_tail()
+                );
+            }
+            thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            eprintln!("{}", self.log_tail());
+        }
+        let _ = std::fs::remove_file(&self.log_path);
+    }
+}
+
+/// The server binary: `IGGY_SERVER_BIN`, else the repository's `target/{release,debug}/iggy`.
+///
+/// # Panics
+/// When no candidate exists, naming every path tried.
+pub fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("IGGY_SERVER_BIN") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "IGGY_SERVER_BIN={} is not a file",
+            path.display()
+        );
+        return path;
+    }
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("compat/harness sits two levels below the repository root")
+        .to_path_buf();
+    let candidates = [
+        repository.join("target/release/iggy"),
+        repository.join("target/debug/iggy"),
+    ];
+    candidates
+        .iter()
+        .find(|path| path.is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no server binary: set IGGY_SERVER_BIN or build it with \
+                 `cargo build --release --bin iggy` (tried {candidates:?})"
+            )
+        })
+}
+
+/// A loopback address whose port was free a moment ago.
+pub fn free_loopback_address() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");
+    listener.local_addr().expect("read the ephemeral port")
+}
+
+fn signal(child: &Child, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid fits pid_t");
+    // SAFETY: `kill` takes plain integers; `pid` is our own unreaped child, so it cannot name
+    // another process.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}

@@ -1,0 +1,1 @@
+../../sdk-0.11.0-edge.4/tests/sdk.rs

@@ -1,0 +1,608 @@
+//! The partition task: one compio task per partition owns its [`PartitionLog`], its
+//! [`ConsumerOffsets`] and its [`ProducerTable`], and serves the jobs [`PartitionHandle`]s
+//! send it over a bounded crossfire channel, one at a time in channel order.
+//!
+//! Group commit (`FORMAT.md` §9): a round waits for one job, then keeps taking the appends
+//! already queued (up to [`GROUP_MAX`]), appending each as it is taken; the round ends when
+//! the channel runs dry, the limit is hit or another kind of job comes next. Then one
+//! [`PartitionLog::sync`] covers every append of the round that needs it
+//! (`Durability::Persisted`), and only then are the appenders answered, so *n* appenders
+//! waiting together share one fdatasync. Reads, offset writes and purges wait for the round
+//! before them, so they see its appends.
+//!
+//! Invariants:
+//! - replies to a round's appends go out only after the round's sync (when one was needed)
+//!   returned, so a `Persisted` acknowledgement always follows an fdatasync that covers it;
+//! - after a failed sync the task is poisoned: what the kernel held may be gone while the
+//!   page cache says clean (a retried fdatasync would succeed and lie), so every later append
+//!   fails and the log is never marked cleanly closed; only a purge, which starts a fresh
+//!   log, lifts it;
+//! - jobs run in channel order, one at a time, so offsets are dense and follow that order,
+//!   and the producer check of a batch sees every batch sent before it;
+//! - a close answers the jobs queued behind it with [`PartitionError::Closed`] (by dropping
+//!   their reply senders) and closes the channel, so later sends fail the same way.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crossfire::oneshot::{TxOneshot, oneshot};
+use crossfire::{AsyncRx, MAsyncTx, mpsc};
+use proto::ErrorCode;
+use proto::batch::Producer;
+
+use crate::log::{
+    AppendError, Durability, LogConfig, OpenError, PartitionLog, ReadError, ReadStart, Records,
+};
+use crate::offsets::{ConsumerOffsets, OffsetError, OffsetOwner};
+use crate::producers::{Admission, ProducerTable};
+use crate::storage::Storage;
+
+/// Jobs that may wait in a partition's channel; a full channel makes senders wait
+/// (backpressure) instead of growing memory.
+pub const QUEUE_MAX: usize = 128;
+
+/// Appends one round may take before it syncs and replies, so the first appender of a round
+/// waits for a bounded amount of work.
+pub const GROUP_MAX: usize = 64;
+
+const _: () = assert!(GROUP_MAX >= 1 && GROUP_MAX <= QUEUE_MAX);
+
+/// A partition job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    #[error("open partition")]
+    Open(#[source] OpenError),
+    #[error("load consumer offsets")]
+    LoadOffsets(#[source] OffsetError),
+    /// The log refused or failed this append; the task goes on.
+    #[error("append")]
+    Append(#[source] AppendError),
+    /// The round's fdatasync failed; this append may not be durable and the task is now
+    /// poisoned.
+    #[error("group sync")]
+    Sync(#[source] Arc<AppendError>),
+    /// An earlier group sync failed, so the task refuses appends and a clean close.
+    #[error("partition poisoned by an earlier failed sync")]
+    Poisoned(#[source] Arc<AppendError>),
+    #[error("read")]
+    Read(#[source] ReadError),
+    #[error("consumer offset")]
+    Offset(#[source] OffsetError),
+    #[error("remove {path}")]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("close")]
+    Close(#[source] AppendError),
+    /// The idempotent-producer check refused the batch (§5.5); nothing was appended.
+    #[error("producer batch refused with {0:?}")]
+    Producer(ErrorCode),
+    /// The task is gone (closed or deleted) or lost its log in a failed purge.
+    #[error("the partition is closed")]
+    Closed,
+}
+
+/// Counters kept by the task after every change, readable without waiting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionStats {
+    pub size_bytes: u64,
+    pub messages_count: u64,
+    /// Offset of the last message; 0 when empty (the protocol's `current_offset`).
+    pub current_offset: u64,
+    /// The offset the next message gets.
+    pub next_offset: u64,
+    pub segments_count: u32,
+}
+
+impl PartitionStats {
+    fn of<S: Storage>(log: &PartitionLog<S>) -> Self {
+        let next_offset = log.next_offset();
+        Self {
+            size_bytes: log.size_bytes(),
+            messages_count: log.messages_count(),
+            current_offset: next_offset.saturating_sub(1),
+            next_offset,
+            segments_count: u32::try_from(log.segments().count()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Whether the partition holds no message at all.
+    pub fn is_empty(&self) -> bool {
+        self.next_offset == 0
+    }
+}
+
+/// Where an append landed, or the confirmation of a deduplicated retransmission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendOutcome {
+    pub base_offset: u64,
+    pub messages_count: u32,
+    /// An exact retransmission: nothing was appended.
+    pub duplicate: bool,
+}
+
+/// How a partition is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionSpec {
+    pub directory: PathBuf,
+    pub log: LogConfig,
+    pub offsets_durability: Durability,
+}
+
+/// An append's outcome with its buffer, handed back for reuse.
+pub type AppendReply = (Result<AppendOutcome, PartitionError>, Vec<u8>);
+
+type Reply<T> = TxOneshot<Result<T, PartitionError>>;
+
+enum Job {
+    Append {
+        batch: Vec<u8>,
+        now_us: u64,
+        producer: Option<(Producer, u32)>,
+        reply: TxOneshot<AppendReply>,
+    },
+    Read {
+        start: ReadStart,
+        count: u32,
+        max_bytes: u64,
+        reply: Reply<Records>,
+    },
+    StoreOffset {
+        owner: OffsetOwner,
+        offset: u64,
+        reply: Reply<()>,
+    },
+    DeleteOffset {
+        owner: OffsetOwner,
+        reply: Reply<bool>,
+    },
+    Purge {
+        reply: Reply<()>,
+    },
+    Close {
+        remove: bool,
+        reply: Reply<()>,
+    },
+}
+
+/// What the task publishes for handles to read without a job.
+#[derive(Default)]
+struct Shared {
+    stats: Cell<PartitionStats>,
+    offsets: RefCell<BTreeMap<OffsetOwner, u64>>,
+}
+
+/// A cloneable handle to one partition's task. When every handle is dropped without
+/// [`Self::close`], the task still closes the log, but nobody learns the result.
+#[derive(Clone)]
+pub struct PartitionHandle {
+    sender: MAsyncTx<mpsc::Array<Job>>,
+    shared: Rc<Shared>,
+}
+
+impl std::fmt::Debug for PartitionHandle {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("PartitionHandle")
+            .field("stats", &self.shared.stats.get())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Task<S: Storage> {
+    storage: S,
+    spec: PartitionSpec,
+    receiver: AsyncRx<mpsc::Array<Job>>,
+    /// `None` only after a purge failed to reopen the log, or after the close.
+    log: Option<PartitionLog<S>>,
+    offsets: ConsumerOffsets<S>,
+    producers: ProducerTable,
+    /// Set by the first failed group sync; see the module invariants.
+    poison: Option<Arc<AppendError>>,
+    shared: Rc<Shared>,
+    /// Called after every append round, purge and close, so the owner can wake readers
+    /// parked until the partition changes.
+    on_change: Box<dyn Fn()>,
+}
+
+/// An append done in the current round, waiting for the round's sync.
+struct Pending {
+    reply: TxOneshot<AppendReply>,
+    result: Result<AppendOutcome, PartitionError>,
+    needs_sync: bool,
+    batch: Vec<u8>,
+}
+
+impl PartitionHandle {
+    /// Opens (creating if needed) the partition and spawns its task on the current compio
+    /// runtime; `on_change` runs on the task after every append round, purge and close.
+    pub async fn open<S: Storage + Clone + 'static>(
+        storage: S,
+        spec: PartitionSpec,
+        on_change: impl Fn() + 'static,
+    ) -> Result<Self, PartitionError> {
+        let (log, _) = PartitionLog::open(storage.clone(), &spec.directory, spec.log)
+            .await
+            .map_err(PartitionError::Open)?;
+        let offsets = ConsumerOffsets::load(storage.clone(), &spec.directory)
+            .await
+            .map_err(PartitionError::LoadOffsets)?;
+        let shared = Rc::new(Shared::default());
+        shared.stats.set(PartitionStats::of(&log));
+        *shared.offsets.borrow_mut() = offsets.iter().collect();
+        let (sender, receiver) = mpsc::bounded_async(QUEUE_MAX);
+        let task = Task {
+            storage,
+            spec,
+            receiver,
+            log: Some(log),
+            offsets,
+            producers: ProducerTable::new(),
+            poison: None,
+            shared: Rc::clone(&shared),
+            on_change: Box::new(on_change),
+        };
+        compio::runtime::spawn(task.run()).detach();
+        Ok(Self { sender, shared })
+    }
+
+    pub fn stats(&self) -> PartitionStats {
+        self.shared.stats.get()
+    }
+
+    /// The stored offset of `owner`, as of the last completed offset write.
+    pub fn stored_offset(&self, owner: OffsetOwner) -> Option<u64> {
+        self.shared.offsets.borrow().get(&owner).copied()
+    }
+
+    /// Every stored offset.
+    pub fn stored_offsets(&self) -> Vec<(OffsetOwner, u64)> {
+        let offsets = self.shared.offsets.borrow();
+        offsets
+            .iter()
+            .map(|(owner, offset)| (*owner, *offset))
+            .collect()
+    }
+
+    /// Appends one batch record; `producer` carries the batch's producer section and message
+    /// count when it has one. Acknowledged after the sync that covers it under `Persisted`.
+    pub async fn append(
+        &self,
+        batch: Vec<u8>,
+        now_us: u64,
+        producer: Option<(Producer, u32)>,
+    ) -> Result<AppendOutcome, PartitionError> {
+        self.append_returning(batch, now_us, producer).await.0
+    }
+
+    /// As [`Self::append`], handing the buffer back unless the task dropped it unanswered.
+    pub async fn append_returning(
+        &self,
+        batch: Vec<u8>,
+        now_us: u64,
+        producer: Option<(Producer, u32)>,
+    ) -> (Result<AppendOutcome, PartitionError>, Option<Vec<u8>>) {
+        let (reply, receiver) = oneshot();
+        let job = Job::Append {
+            batch,
+            now_us,
+            producer,
+            reply,
+        };
+        if let Err(crossfire::SendError(job)) = self.sender.send(job).await {
+            let batch = match job {
+                Job::Append { batch, .. } => Some(batch),
+                _ => None,
+            };
+            return (Err(PartitionError::Closed), batch);
+        }
+        match receiver.await {
+            Ok((result, batch)) => (result, Some(batch)),
+            Err(crossfire::RecvError) => (Err(PartitionError::Closed), None),
+        }
+    }
+
+    pub async fn read(
+        &self,
+        start: ReadStart,
+        count: u32,
+        max_bytes: u64,
+    ) -> Result<Records, PartitionError> {
+        self.call(|reply| Job::Read {
+            start,
+            count,
+            max_bytes,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn store_offset(
+        &self,
+        owner: OffsetOwner,
+        offset: u64,
+    ) -> Result<(), PartitionError> {
+        self.call(|reply| Job::StoreOffset {
+            owner,
+            offset,
+            reply,
+        })
+        .await
+    }
+
+    /// Deletes `owner`'s offset; returns whether there was one.
+    pub async fn delete_offset(&self, owner: OffsetOwner) -> Result<bool, PartitionError> {
+        self.call(|reply| Job::DeleteOffset { owner, reply }).await
+    }
+
+    /// Deletes every message, stored offset and producer; offsets start over at 0.
+    pub async fn purge(&self) -> Result<(), PartitionError> {
+        self.call(|reply| Job::Purge { reply }).await
+    }
+
+    /// Lets the jobs queued before it finish, then closes the log cleanly; with `remove`,
+    /// deletes the partition directory afterwards. Jobs sent after it fail with
+    /// [`PartitionError::Closed`].
+    pub async fn close(&self, remove: bool) -> Result<(), PartitionError> {
+        self.call(|reply| Job::Close { remove, reply }).await
+    }
+
+    async fn call<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Result<T, PartitionError> {
+        let (reply, receiver) = oneshot();
+        if self.sender.send(job(reply)).await.is_err() {
+            return Err(PartitionError::Closed);
+        }
+        receiver.await.unwrap_or(Err(PartitionError::Closed))
+    }
+}
+
+impl<S: Storage + Clone + 'static> Task<S> {
+    async fn run(mut self) {
+        let mut round: Vec<Pending> = Vec::with_capacity(GROUP_MAX);
+        while let Ok(first) = self.receiver.recv().await {
+            let next = self.run_round(first, &mut round).await;
+            self.finish_round(&mut round).await;
+            assert!(round.is_empty());
+            if let Some(job) = next
+                && self.serve(job).await
+            {
+                return;
+            }
+        }
+        // Every handle is gone; close as well as we can, with nobody to tell.
+        let _ = self.close(false).await;
+    }
+
+    /// Appends `first` and then the appends already queued, up to [`GROUP_MAX`]; returns the
+    /// job of another kind that ended the round, if one did (it may be `first` itself).
+    async fn run_round(&mut self, first: Job, round: &mut Vec<Pending>) -> Option<Job> {
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Append {
+                    batch,
+                    now_us,
+                    producer,
+                    reply,
+                } => {
+                    let (result, needs_sync, batch) = self.append(batch, now_us, producer).await;
+                    round.push(Pending {
+                        reply,
+                        result,
+                        needs_sync,
+                        batch,
+                    });
+                }
+                other => return Some(other),
+            }
+            if round.len() < GROUP_MAX {
+                next = self.receiver.try_recv().ok();
+            }
+        }
+        None
+    }
+
+    /// Admits and appends one batch; returns the outcome, whether it waits for the round's
+    /// sync, and the buffer.
+    async fn append(
+        &mut self,
+        batch: Vec<u8>,
+        now_us: u64,
+        producer: Option<(Producer, u32)>,
+    ) -> (Result<AppendOutcome, PartitionError>, bool, Vec<u8>) {
+        if let Some(poison) = &self.poison {
+            return (
+                Err(PartitionError::Poisoned(Arc::clone(poison))),
+                false,
+                batch,
+            );
+        }
+        if let Some((producer, count)) = producer {
+            match self.producers.admit(producer, count) {
+                Ok(Admission::Append) => {}
+                Ok(Admission::Duplicate { base_offset }) => {
+                    let outcome = AppendOutcome {
+                        base_offset,
+                        messages_count: count,
+                        duplicate: true,
+                    };
+                    return (Ok(outcome), false, batch);
+                }
+                Err(code) => return (Err(PartitionError::Producer(code)), false, batch),
+            }
+        }
+        let Some(log) = self.log.as_mut() else {
+            return (Err(PartitionError::Closed), false, batch);
+        };
+        let (result, batch) = log.append(batch, now_us).await;
+        let appended = match result {
+            Ok(appended) => appended,
+            Err(error) => return (Err(PartitionError::Append(error)), false, batch),
+        };
+        if let Some((producer, count)) = producer {
+            self.producers.record(producer, count, appended.base_offset);
+        }
+        let outcome = AppendOutcome {
+            base_offset: appended.base_offset,
+            messages_count: appended.message_count,
+            duplicate: false,
+        };
+        (Ok(outcome), appended.needs_sync, batch)
+    }
+
+    /// Syncs once if any append of the round needs it, then answers every appender.
+    async fn finish_round(&mut self, round: &mut Vec<Pending>) {
+        if round.is_empty() {
+            return;
+        }
+        let needs_sync = round.iter().any(|pending| pending.needs_sync);
+        let mut failure = None;
+        if needs_sync
+            && let Some(log) = self.log.as_mut()
+            && let Err(error) = log.sync().await
+        {
+            let error = Arc::new(error);
+            self.poison = Some(Arc::clone(&error));
+            failure = Some(error);
+        }
+        if let Some(log) = &self.log {
+            self.shared.stats.set(PartitionStats::of(log));
+        }
+        for pending in round.drain(..) {
+            let result = match (&failure, pending.result) {
+                (Some(error), Ok(outcome)) if !outcome.duplicate => {
+                    Err(PartitionError::Sync(Arc::clone(error)))
+                }
+                (_, result) => result,
+            };
+            // An appender that stopped waiting dropped its receiver; its record stays.
+            pending.reply.send((result, pending.batch));
+        }
+        (self.on_change)();
+    }
+
+    /// Serves a job other than an append; returns `true` when the task ends.
+    async fn serve(&mut self, job: Job) -> bool {
+        match job {
+            Job::Append { .. } => unreachable!("appends are served in rounds"),
+            Job::Read {
+                start,
+                count,
+                max_bytes,
+                reply,
+            } => {
+                let result = match &self.log {
+                    Some(log) => log
+                        .read(start, count, max_bytes)
+                        .await
+                        .map_err(PartitionError::Read),
+                    None => Err(PartitionError::Closed),
+                };
+                reply.send(result);
+            }
+            Job::StoreOffset {
+                owner,
+                offset,
+                reply,
+            } => reply.send(self.store_offset(owner, offset).await),
+            Job::DeleteOffset { owner, reply } => reply.send(self.delete_offset(owner).await),
+            Job::Purge { reply } => reply.send(self.purge().await),
+            Job::Close { remove, reply } => {
+                reply.send(self.close(remove).await);
+                return true;
+            }
+        }
+        false
+    }
+
+    async fn store_offset(
+        &mut self,
+        owner: OffsetOwner,
+        offset: u64,
+    ) -> Result<(), PartitionError> {
+        self.offsets
+            .store(owner, offset, self.spec.offsets_durability)
+            .await
+            .map_err(PartitionError::Offset)?;
+        self.shared.offsets.borrow_mut().insert(owner, offset);
+        Ok(())
+    }
+
+    async fn delete_offset(&mut self, owner: OffsetOwner) -> Result<bool, PartitionError> {
+        let existed = self
+            .offsets
+            .delete(owner)
+            .await
+            .map_err(PartitionError::Offset)?;
+        self.shared.offsets.borrow_mut().remove(&owner);
+        Ok(existed)
+    }
+
+    /// Closes the log, removes the directory and opens a fresh, empty partition there.
+    async fn purge(&mut self) -> Result<(), PartitionError> {
+        if let Some(log) = self.log.take() {
+            log.close().await.map_err(PartitionError::Close)?;
+        }
+        self.offsets.clear().await.map_err(PartitionError::Offset)?;
+        self.shared.offsets.borrow_mut().clear();
+        self.producers.clear();
+        self.poison = None;
+        self.remove_directory().await?;
+        let (log, _) =
+            PartitionLog::open(self.storage.clone(), &self.spec.directory, self.spec.log)
+                .await
+                .map_err(PartitionError::Open)?;
+        self.offsets = ConsumerOffsets::load(self.storage.clone(), &self.spec.directory)
+            .await
+            .map_err(PartitionError::LoadOffsets)?;
+        self.shared.stats.set(PartitionStats::of(&log));
+        self.log = Some(log);
+        (self.on_change)();
+        Ok(())
+    }
+
+    /// Closes the log (refused when poisoned, unless the partition is being removed, when
+    /// its lost durability no longer matters), removes the directory with `remove`, and
+    /// answers the jobs queued behind the close by dropping them.
+    async fn close(&mut self, remove: bool) -> Result<(), PartitionError> {
+        let log = self.log.take();
+        let closed = match (&self.poison, log) {
+            (Some(_), _) if remove => Ok(()),
+            (Some(poison), _) => Err(PartitionError::Poisoned(Arc::clone(poison))),
+            (None, Some(log)) => log.close().await.map_err(PartitionError::Close),
+            (None, None) => Ok(()),
+        };
+        let removed = if remove {
+            self.remove_directory().await
+        } else {
+            Ok(())
+        };
+        // No await from here to the end of the task, which drops the receiver: nothing can
+        // be queued unanswered.
+        while self.receiver.try_recv().is_ok() {}
+        (self.on_change)();
+        removed.and(closed)
+    }
+
+    async fn remove_directory(&self) -> Result<(), PartitionError> {
+        let directory = &self.spec.directory;
+        if !self.storage.exists(directory).await {
+            return Ok(());
+        }
+        self.storage
+            .remove_dir_all(directory)
+            .await
+            .map_err(|source| PartitionError::Remove {
+                path: directory.clone(),
+                source,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,468 @@
+//! Partition task tests on a compio runtime: group commit with concurrent appenders on real
+//! files (fdatasyncs counted by a wrapping storage) and on memory storage, `Replicated`
+//! appends, a failed group sync poisoning the task, reads after appends, offsets, purge,
+//! producer dedupe, and jobs queued behind or sent after a close.
+
+use std::cell::Cell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use compio_buf::{IoBuf, IoBufMut};
+use proto::batch::{OutgoingMessage, encode_batch};
+
+use super::*;
+use crate::storage::compio::{CompioFile, CompioStorage};
+use crate::storage::memory::{Faults, MemoryStorage};
+use crate::storage::{BufResult, StorageFile};
+
+const APPENDERS: usize = 8;
+const APPENDS_PER_APPENDER: usize = 25;
+const MESSAGES_PER_BATCH: usize = 3;
+
+#[test]
+fn concurrent_persisted_appenders_share_fdatasyncs_on_files() {
+    let directory = TempDir::new();
+    let syncs = Rc::new(Cell::new(0));
+    let storage = CountingStorage {
+        inner: CompioStorage::new(),
+        syncs: Rc::clone(&syncs),
+    };
+    runtime().block_on(async {
+        let spec = spec(&directory.0, Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+            .await
+            .unwrap();
+        let before = syncs.get();
+        let acknowledged = append_concurrently(&handle).await;
+        let rounds = syncs.get() - before;
+        handle.close(false).await.unwrap();
+        check_dense(&acknowledged);
+        let appends = acknowledged.len() as u64;
+        assert!(rounds >= 1);
+        assert!(
+            rounds * 2 <= appends,
+            "{rounds} fdatasyncs for {appends} appends"
+        );
+
+        let (log, report) = PartitionLog::open(storage, &directory.0, spec.log)
+            .await
+            .unwrap();
+        assert_eq!(report.next_offset, appends * MESSAGES_PER_BATCH as u64);
+        assert_eq!(log.next_offset(), appends * MESSAGES_PER_BATCH as u64);
+    });
+}
+
+#[test]
+fn concurrent_persisted_appenders_share_fdatasyncs_in_memory() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let changes = Rc::new(Cell::new(0_u32));
+        let counted = Rc::clone(&changes);
+        let on_change = move || counted.set(counted.get() + 1);
+        let spec = spec(&directory(), Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec, on_change)
+            .await
+            .unwrap();
+        let before = storage.syncs();
+        let acknowledged = append_concurrently(&handle).await;
+        let rounds = storage.syncs() - before;
+        check_dense(&acknowledged);
+        // Memory futures never wait, so a round holds a job from every appender waiting
+        // (one per appender on compio's FIFO executor).
+        let appends = acknowledged.len() as u64;
+        assert!(
+            rounds * 4 <= appends,
+            "{rounds} fdatasyncs for {appends} appends"
+        );
+        // One change per round: parked readers are woken once per sync, not per append.
+        assert_eq!(u64::from(changes.get()), rounds);
+        handle.close(false).await.unwrap();
+    });
+}
+
+#[test]
+fn replicated_appends_are_acknowledged_without_a_sync_each() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Replicated);
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        let before = storage.syncs();
+        for index in 0..10_u64 {
+            let appended = handle.append(batch(MESSAGES_PER_BATCH, None), 1_000 + index, None);
+            let appended = appended.await.unwrap();
+            assert_eq!(appended.base_offset, index * MESSAGES_PER_BATCH as u64);
+        }
+        assert_eq!(storage.syncs(), before);
+        handle.close(false).await.unwrap();
+        assert!(storage.syncs() > before);
+    });
+}
+
+#[test]
+fn a_failed_group_sync_poisons_the_partition() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        handle.append(batch(1, None), 1_000, None).await.unwrap();
+        storage.set_faults(Faults {
+            sync_errors: 1,
+            ..Faults::default()
+        });
+        let failed = handle.append(batch(1, None), 2_000, None).await;
+        assert!(matches!(failed, Err(PartitionError::Sync(_))), "{failed:?}");
+        let refused = handle.append(batch(1, None), 3_000, None).await;
+        assert!(
+            matches!(refused, Err(PartitionError::Poisoned(_))),
+            "{refused:?}"
+        );
+        let closed = handle.close(false).await;
+        assert!(
+            matches!(closed, Err(PartitionError::Poisoned(_))),
+            "{closed:?}"
+        );
+    });
+}
+
+#[test]
+fn invalid_batches_fail_alone_and_jobs_after_a_close_fail() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        let invalid = handle.append(vec![0_u8; 7], 1_000, None).await;
+        assert!(
+            matches!(invalid, Err(PartitionError::Append(_))),
+            "{invalid:?}"
+        );
+        let appended = handle.append(batch(1, None), 1_000, None).await.unwrap();
+        assert_eq!(appended.base_offset, 0);
+
+        // Sent in this order on compio's FIFO executor: the append waits behind the close.
+        let closing = handle.clone();
+        let close = compio::runtime::spawn(async move { closing.close(false).await });
+        let queued = handle.clone();
+        let behind =
+            compio::runtime::spawn(async move { queued.append(batch(1, None), 2_000, None).await });
+        close.await.unwrap().unwrap();
+        let behind = behind.await.unwrap();
+        assert!(matches!(behind, Err(PartitionError::Closed)), "{behind:?}");
+
+        let (late, buffer) = handle.append_returning(batch(1, None), 3_000, None).await;
+        assert!(matches!(late, Err(PartitionError::Closed)), "{late:?}");
+        assert!(buffer.is_some());
+        assert!(matches!(
+            handle.read(ReadStart::First, 1, 1 << 20).await,
+            Err(PartitionError::Closed)
+        ));
+    });
+}
+
+#[test]
+fn concurrent_persisted_appends_are_dense_and_share_syncs() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let directory = Path::new("/data/p0");
+        let handle = PartitionHandle::open(
+            storage.clone(),
+            spec(directory, Durability::Persisted),
+            || {},
+        )
+        .await
+        .unwrap();
+        let before = storage.syncs();
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let handle = handle.clone();
+                compio::runtime::spawn(async move { handle.append(batch(2, None), 1, None).await })
+            })
+            .collect();
+        let mut offsets = Vec::new();
+        for task in tasks {
+            offsets.push(task.await.unwrap().unwrap().base_offset);
+        }
+        offsets.sort_unstable();
+        assert_eq!(
+            offsets,
+            (0..16).map(|index| index * 2).collect::<Vec<u64>>()
+        );
+        let syncs = storage.syncs() - before;
+        assert!(syncs < 16, "{syncs} syncs for 16 appends");
+        let stats = handle.stats();
+        assert_eq!((stats.messages_count, stats.current_offset), (32, 31));
+        let records = handle.read(ReadStart::Offset(5), 4, 1 << 20).await.unwrap();
+        assert_eq!(records.messages_count, 4);
+        assert_eq!(records.last_offset, Some(8));
+        handle.close(false).await.unwrap();
+        assert!(matches!(
+            handle.read(ReadStart::First, 1, 1 << 20).await,
+            Err(PartitionError::Closed)
+        ));
+    });
+}
+
+#[test]
+fn offsets_purge_and_reopen_on_files() {
+    let root = TempDir::new();
+    runtime().block_on(async {
+        let directory = root.0.join("p");
+        let storage = CompioStorage::new();
+        let handle = PartitionHandle::open(storage, spec(&directory, Durability::Persisted), || {})
+            .await
+            .unwrap();
+        handle.append(batch(3, None), 1, None).await.unwrap();
+        handle
+            .store_offset(OffsetOwner::Consumer(1), 2)
+            .await
+            .unwrap();
+        assert_eq!(handle.stored_offset(OffsetOwner::Consumer(1)), Some(2));
+        handle.close(false).await.unwrap();
+
+        let handle = PartitionHandle::open(storage, spec(&directory, Durability::Persisted), || {})
+            .await
+            .unwrap();
+        assert_eq!(handle.stored_offset(OffsetOwner::Consumer(1)), Some(2));
+        assert_eq!(handle.stats().messages_count, 3);
+        handle.purge().await.unwrap();
+        let stats = handle.stats();
+        assert_eq!(
+            (stats.messages_count, stats.next_offset, stats.size_bytes),
+            (0, 0, 0)
+        );
+        assert_eq!(handle.stored_offsets(), vec![]);
+        let appended = handle.append(batch(1, None), 2, None).await.unwrap();
+        assert_eq!(appended.base_offset, 0);
+        assert!(
+            !handle
+                .delete_offset(OffsetOwner::Consumer(1))
+                .await
+                .unwrap()
+        );
+        handle.close(true).await.unwrap();
+        assert!(!directory.exists());
+    });
+}
+
+#[test]
+fn producer_retransmission_is_confirmed_once() {
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(
+            MemoryStorage::new(),
+            spec(Path::new("/p"), Durability::Replicated),
+            || {},
+        )
+        .await
+        .unwrap();
+        let producer = Producer {
+            producer_id: 1 << 20,
+            epoch: 0,
+            base_sequence: 0,
+        };
+        let first = handle
+            .append(batch(2, Some(producer)), 1, Some((producer, 2)))
+            .await
+            .unwrap();
+        let again = handle
+            .append(batch(2, Some(producer)), 1, Some((producer, 2)))
+            .await
+            .unwrap();
+        assert_eq!(again.base_offset, first.base_offset);
+        assert!(again.duplicate && !first.duplicate);
+        assert_eq!(handle.stats().messages_count, 2);
+        let unknown = Producer {
+            base_sequence: 9,
+            producer_id: 5,
+            epoch: 0,
+        };
+        let refused = handle.append(batch(1, None), 1, Some((unknown, 1))).await;
+        assert!(matches!(
+            refused,
+            Err(PartitionError::Producer(ErrorCode::ProducerUnknown))
+        ));
+    });
+}
+
+/// Runs [`APPENDERS`] tasks of [`APPENDS_PER_APPENDER`] appends each, every one reusing
+/// its buffer; returns every acknowledgement.
+async fn append_concurrently(handle: &PartitionHandle) -> Vec<AppendOutcome> {
+    let tasks: Vec<_> = (0..APPENDERS)
+        .map(|appender| {
+            let handle = handle.clone();
+            compio::runtime::spawn(async move {
+                let mut acknowledged = Vec::new();
+                let mut buffer = batch(MESSAGES_PER_BATCH, None);
+                for index in 0..APPENDS_PER_APPENDER {
+                    let now_us = (appender * APPENDS_PER_APPENDER + index) as u64;
+                    let (result, returned) = handle.append_returning(buffer, now_us, None).await;
+                    acknowledged.push(result.unwrap());
+                    // A stamped record is appended again as is: offsets are restamped.
+                    buffer = returned.unwrap();
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.extend(task.await.unwrap());
+    }
+    assert_eq!(acknowledged.len(), APPENDERS * APPENDS_PER_APPENDER);
+    acknowledged
+}
+
+/// Offsets are unique and dense from 0.
+fn check_dense(acknowledged: &[AppendOutcome]) {
+    let mut sorted = acknowledged.to_vec();
+    sorted.sort_by_key(|appended| appended.base_offset);
+    let mut next_offset = 0;
+    for appended in &sorted {
+        assert_eq!(appended.base_offset, next_offset);
+        assert_eq!(appended.messages_count as usize, MESSAGES_PER_BATCH);
+        assert!(!appended.duplicate);
+        next_offset += u64::from(appended.messages_count);
+    }
+}
+
+/// A batch of `count` messages as a producer sends it.
+fn batch(count: usize, producer: Option<Producer>) -> Vec<u8> {
+    let payloads: Vec<Vec<u8>> = (0..count).map(|index| vec![b'm'; index + 1]).collect();
+    let messages: Vec<OutgoingMessage<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(index, payload)| OutgoingMessage {
+            id: u128::try_from(index).unwrap() + 1,
+            origin_timestamp: 1_700_000_000_000_000,
+            payload,
+            user_headers: &[],
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    encode_batch(&messages, producer, &mut bytes).unwrap();
+    bytes
+}
+
+fn spec(directory: &Path, durability: Durability) -> PartitionSpec {
+    PartitionSpec {
+        directory: directory.to_path_buf(),
+        log: LogConfig {
+            durability,
+            ..LogConfig::default()
+        },
+        offsets_durability: durability,
+    }
+}
+
+fn directory() -> PathBuf {
+    PathBuf::from("/data/streams/0/topics/0/partitions/0")
+}
+
+fn runtime() -> compio::runtime::Runtime {
+    compio::runtime::Runtime::new().unwrap()
+}
+
+/// The compio storage, counting `sync_data` calls on its files.
+#[derive(Clone)]
+struct CountingStorage {
+    inner: CompioStorage,
+    syncs: Rc<Cell<u64>>,
+}
+
+struct CountingFile {
+    inner: CompioFile,
+    syncs: Rc<Cell<u64>>,
+}
+
+impl Storage for CountingStorage {
+    type File = CountingFile;
+
+    async fn open(&self, path: &Path, create: bool) -> io::Result<CountingFile> {
+        Ok(CountingFile {
+            inner: self.inner.open(path, create).await?,
+            syncs: Rc::clone(&self.syncs),
+        })
+    }
+
+    async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path).await
+    }
+
+    async fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir_all(path).await
+    }
+
+    async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path).await
+    }
+
+    async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(path).await
+    }
+
+    async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_dir(path).await
+    }
+
+    async fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path).await
+    }
+}
+
+impl StorageFile for CountingFile {
+    async fn read_at<B: IoBufMut>(&self, buffer: B, position: u64) -> BufResult<usize, B> {
+        self.inner.read_at(buffer, position).await
+    }
+
+    async fn write_all_at<B: IoBuf>(&mut self, buffer: B, position: u64) -> BufResult<(), B> {
+        self.inner.write_all_at(buffer, position).await
+    }
+
+    async fn sync_data(&self) -> io::Result<()> {
+        self.syncs.set(self.syncs.get() + 1);
+        self.inner.sync_data().await
+    }
+
+    async fn size(&self) -> io::Result<u64> {
+        self.inner.size().await
+    }
+
+    async fn set_len(&self, length: u64) -> io::Result<()> {
+        self.inner.set_len(length).await
+    }
+}
+
+/// A fresh directory under `std::env::temp_dir()`, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let name = format!(
+            "segment-partition-{}-{nanos}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover directory under the temp dir harms nobody.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
