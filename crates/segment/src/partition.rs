@@ -79,6 +79,8 @@ pub enum PartitionError {
     },
     #[error("close")]
     Close(#[source] AppendError),
+    #[error("delete segments")]
+    DeleteSegments(#[source] AppendError),
     /// The idempotent-producer check refused the batch (§5.5); nothing was appended.
     #[error("producer batch refused with {0:?}")]
     Producer(ErrorCode),
@@ -163,6 +165,10 @@ enum Job {
     },
     Purge {
         reply: Reply<()>,
+    },
+    DeleteSegments {
+        count: usize,
+        reply: Reply<usize>,
     },
     Close {
         remove: bool,
@@ -345,6 +351,13 @@ impl PartitionHandle {
         self.call(|reply| Job::Purge { reply }).await
     }
 
+    /// Deletes the oldest `count` sealed segments (the active one is kept); returns how
+    /// many went (`DELETE_SEGMENTS`).
+    pub async fn delete_oldest_segments(&self, count: usize) -> Result<usize, PartitionError> {
+        self.call(|reply| Job::DeleteSegments { count, reply })
+            .await
+    }
+
     /// Lets the jobs queued before it finish, then closes the log cleanly; with `remove`,
     /// deletes the partition directory afterwards. Jobs sent after it fail with
     /// [`PartitionError::Closed`].
@@ -512,6 +525,9 @@ impl<S: Storage + Clone + 'static> Task<S> {
             } => reply.send(self.store_offset(owner, offset).await),
             Job::DeleteOffset { owner, reply } => reply.send(self.delete_offset(owner).await),
             Job::Purge { reply } => reply.send(self.purge().await),
+            Job::DeleteSegments { count, reply } => {
+                reply.send(self.delete_oldest_segments(count).await);
+            }
             Job::Close { remove, reply } => {
                 reply.send(self.close(remove).await);
                 return true;
@@ -541,6 +557,17 @@ impl<S: Storage + Clone + 'static> Task<S> {
             .map_err(PartitionError::Offset)?;
         self.shared.offsets.borrow_mut().remove(&owner);
         Ok(existed)
+    }
+
+    async fn delete_oldest_segments(&mut self, count: usize) -> Result<usize, PartitionError> {
+        let log = self.log.as_mut().ok_or(PartitionError::Closed)?;
+        let deleted = log
+            .delete_oldest_segments(count)
+            .await
+            .map_err(PartitionError::DeleteSegments)?;
+        self.shared.stats.set(PartitionStats::of(log));
+        (self.on_change)();
+        Ok(deleted)
     }
 
     /// Closes the log, removes the directory and opens a fresh, empty partition there.

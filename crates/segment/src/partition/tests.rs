@@ -1,7 +1,7 @@
 //! Partition task tests on a compio runtime: group commit with concurrent appenders on real
 //! files (fdatasyncs counted by a wrapping storage) and on memory storage, `Replicated`
 //! appends, a failed group sync poisoning the task, reads after appends, offsets, purge,
-//! producer dedupe, and jobs queued behind or sent after a close.
+//! producer dedupe, segment deletion, and jobs queued behind or sent after a close.
 
 use std::cell::Cell;
 use std::io;
@@ -465,4 +465,30 @@ impl Drop for TempDir {
         // Best effort: a leftover directory under the temp dir harms nobody.
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+#[test]
+fn delete_segments_keeps_the_active_one_and_updates_the_stats() {
+    runtime().block_on(async {
+        let mut spec = spec(&directory(), Durability::Replicated);
+        spec.log.segment_size_bytes = 1_000;
+        let handle = PartitionHandle::open(MemoryStorage::new(), spec, || {})
+            .await
+            .unwrap();
+        for round in 0..12 {
+            handle.append(batch(20, None), round, None).await.unwrap();
+        }
+        let before = handle.stats();
+        assert!(before.segments_count > 3, "{before:?}");
+        assert_eq!(handle.delete_oldest_segments(2).await.unwrap(), 2);
+        let after = handle.stats();
+        assert_eq!(after.segments_count, before.segments_count - 2);
+        assert!(after.messages_count < before.messages_count);
+        assert_eq!(after.next_offset, before.next_offset);
+        let all = usize::MAX;
+        let left = handle.delete_oldest_segments(all).await.unwrap();
+        assert_eq!(left, usize::try_from(after.segments_count).unwrap() - 1);
+        assert_eq!(handle.stats().segments_count, 1);
+        handle.close(true).await.unwrap();
+    });
 }

@@ -240,6 +240,25 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         Ok(())
     }
 
+    /// Deletes the oldest `count` sealed segments of one partition (`DELETE_SEGMENTS`);
+    /// the active segment stays. Returns how many went, or `None` when the partition is not
+    /// open.
+    pub async fn delete_segments(
+        &self,
+        key: PartitionKey,
+        count: u32,
+    ) -> Result<Option<usize>, DataError> {
+        let Some(handle) = self.partition(key) else {
+            return Ok(None);
+        };
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        handle
+            .delete_oldest_segments(count)
+            .await
+            .map(Some)
+            .map_err(|source| DataError::Partition { key, source })
+    }
+
     /// Runs `f` on the group's runtime, if the group is known.
     pub fn with_group<T>(
         &self,

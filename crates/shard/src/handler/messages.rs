@@ -11,9 +11,12 @@ use proto::ErrorCode;
 use proto::codec::encode_to_vec;
 use proto::commands::Request;
 use proto::header::{Operation, PartitionContext, RequestHeader};
+use proto::primitives::Identifier;
 
 use crate::connection::Connection;
 use crate::data::{PollRefusal, PollRequest, Polled};
+use crate::metadata::User;
+use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
 use crate::server::Server;
 
@@ -27,6 +30,27 @@ pub(crate) fn now_us() -> u64 {
         .map_or(0, |elapsed| {
             u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
         })
+}
+
+/// `41 Unauthorized` unless the connection's user may do `allowed` on the named topic
+/// (PROTOCOL.md §7.5); an unknown stream or topic passes, so the plan refuses it with its
+/// own code.
+pub(crate) fn check_topic_access(
+    server: &Server,
+    connection: &Connection,
+    stream: &Identifier,
+    topic: &Identifier,
+    allowed: fn(&User, u32, u32) -> bool,
+) -> Result<(), ErrorCode> {
+    let metadata = server.metadata.borrow();
+    let Ok((stream, topic)) = metadata.topic(stream, topic) else {
+        return Ok(());
+    };
+    let user = connection
+        .user_id()
+        .and_then(|id| metadata.users.get(&id))
+        .ok_or(ErrorCode::Unauthenticated)?;
+    permissions::require(allowed(user, stream.id, topic.id))
 }
 
 pub(crate) async fn handle(
@@ -45,6 +69,10 @@ pub(crate) async fn handle(
     };
     let dialect = connection.dialect;
     let number = header.request.get();
+    let access = check_access(server, connection, &request);
+    if let Err(code) = access {
+        return Outcome::refused(operation, code, commit);
+    }
     match request {
         Request::SendMessages(send) => {
             send_messages(
@@ -84,6 +112,48 @@ pub(crate) async fn handle(
             fetch_messages(server, operation, commit, &fetch, client_id, number).await
         }
         _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+    }
+}
+
+/// The §7.5 check of a message command: send needs `can_send`, the polls `can_poll`.
+fn check_access(
+    server: &Server,
+    connection: &Connection,
+    request: &Request<'_>,
+) -> Result<(), ErrorCode> {
+    match request {
+        Request::SendMessages(send) => check_topic_access(
+            server,
+            connection,
+            &send.stream_id,
+            &send.topic_id,
+            can_send,
+        ),
+        Request::PollMessages(selector) => check_topic_access(
+            server,
+            connection,
+            &selector.stream_id,
+            &selector.topic_id,
+            can_poll,
+        ),
+        Request::PollMessagesDeferred(deferred) => {
+            let selector = &deferred.selector;
+            check_topic_access(
+                server,
+                connection,
+                &selector.stream_id,
+                &selector.topic_id,
+                can_poll,
+            )
+        }
+        Request::FetchMessages(fetch) => check_topic_access(
+            server,
+            connection,
+            &fetch.stream_id,
+            &fetch.topic_id,
+            can_poll,
+        ),
+        _ => Ok(()),
     }
 }
 

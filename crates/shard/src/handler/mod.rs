@@ -5,11 +5,21 @@
 //! every code it owns. A family not wired yet answers `InvalidCommand` (3), as for an unknown
 //! code.
 
+mod commit;
 pub(crate) mod groups;
 pub(crate) mod messages;
 pub(crate) mod offsets;
+pub(crate) mod partitions;
 pub(crate) mod session;
+pub(crate) mod streams;
 pub(crate) mod system;
+pub(crate) mod tokens;
+pub(crate) mod topics;
+pub(crate) mod update_resource;
+pub(crate) mod users;
+
+#[cfg(test)]
+mod metadata_tests;
 
 use proto::ErrorCode;
 use proto::codes::CommandCode;
@@ -119,12 +129,14 @@ pub(crate) async fn dispatch(
     match Family::of(request.code()) {
         Family::Session => session::handle(server, connection, header, request),
         Family::System => system::handle(server, connection, header, request),
-        Family::UpdateResource => not_wired(server, header),
-        Family::Streams => not_wired(server, header),
-        Family::Topics => not_wired(server, header),
-        Family::Partitions => not_wired(server, header),
-        Family::Users => not_wired(server, header),
-        Family::Tokens => not_wired(server, header),
+        Family::UpdateResource => {
+            update_resource::handle(server, connection, header, request).await
+        }
+        Family::Streams => streams::handle(server, connection, header, request).await,
+        Family::Topics => topics::handle(server, connection, header, request).await,
+        Family::Partitions => partitions::handle(server, connection, header, request).await,
+        Family::Users => users::handle(server, connection, header, request).await,
+        Family::Tokens => tokens::handle(server, connection, header, request).await,
         Family::Messages => messages::handle(server, connection, header, request).await,
         Family::Offsets => offsets::handle(server, connection, header, request).await,
         Family::Groups => groups::handle(server, connection, header, request).await,

@@ -8,7 +8,9 @@ use proto::commands::Request;
 use proto::header::{Operation, RequestHeader};
 use proto::result::ResultSection;
 
+use super::messages::check_topic_access;
 use crate::connection::Connection;
+use crate::metadata::permissions::can_poll;
 use crate::outcome::Outcome;
 use crate::server::Server;
 
@@ -21,6 +23,18 @@ pub(crate) async fn handle(
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
     let dialect = connection.dialect;
+    let selector = match &request {
+        Request::GetConsumerOffset(get) => Some(&get.selector),
+        Request::StoreConsumerOffset(store) => Some(&store.selector),
+        Request::DeleteConsumerOffset(delete) => Some(&delete.selector),
+        _ => None,
+    };
+    if let Some(selector) = selector {
+        let (stream, topic) = (&selector.stream_id, &selector.topic_id);
+        if let Err(code) = check_topic_access(server, connection, stream, topic, can_poll) {
+            return Outcome::refused(operation, code, commit);
+        }
+    }
     match request {
         Request::GetConsumerOffset(get) => {
             let found = server

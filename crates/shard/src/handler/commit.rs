@@ -1,0 +1,107 @@
+//! Glue shared by the metadata families (streams, topics, partitions, users, tokens,
+//! `UPDATE_RESOURCE`): the calling user, the data plane's figures for replies, and the
+//! validate → commit → reply sequence.
+//!
+//! Refusals go through [`Outcome::rejected`]: in the result section for result-framed
+//! operations, in the header `status` for reads, mapped to a code the client's dialect knows.
+
+use proto::header::{Operation, RequestHeader};
+use proto::{Codec, Dialect, ErrorCode};
+
+use crate::connection::Connection;
+use crate::data::{DataPlane, PartitionKey};
+use crate::metadata::responses::{PartitionFigures, PartitionStats};
+use crate::metadata::{Metadata, MetadataOp, User};
+use crate::outcome::Outcome;
+use crate::server::Server;
+
+/// What a metadata handler needs of the request besides its body.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Call {
+    pub(super) operation: Operation,
+    pub(super) dialect: Dialect,
+    /// The connection's user id, if it is logged in.
+    pub(super) user_id: Option<u32>,
+}
+
+impl Call {
+    pub(super) fn of(header: &RequestHeader, connection: &Connection) -> Self {
+        Self {
+            operation: super::operation_of(header),
+            dialect: connection.dialect,
+            user_id: connection.user_id(),
+        }
+    }
+
+    /// The refusal of this call with `code`, at the current commit.
+    pub(super) fn reject(&self, server: &Server, code: ErrorCode) -> Outcome {
+        Outcome::rejected(self.operation, code, self.dialect, server.commit_number())
+    }
+
+    /// A successful answer carrying `payload` (behind a result section where framed).
+    pub(super) fn answer<T: for<'a> Codec<'a>>(&self, server: &Server, payload: &T) -> Outcome {
+        Outcome::payload(
+            self.operation,
+            payload,
+            self.dialect,
+            server.commit_number(),
+        )
+    }
+
+    /// The calling user as the metadata knows it now. A session whose user was deleted
+    /// acts as nobody: `40 Unauthenticated`.
+    pub(super) fn actor<'m>(&self, metadata: &'m Metadata) -> Result<&'m User, ErrorCode> {
+        self.user_id
+            .and_then(|id| metadata.users.get(&id))
+            .ok_or(ErrorCode::Unauthenticated)
+    }
+
+    /// Commits the validated `op` and answers with what `payload` builds from the metadata
+    /// after it; a refusal of validation or commit is answered as such.
+    pub(super) async fn commit<T: for<'a> Codec<'a>>(
+        &self,
+        server: &Server,
+        op: Result<MetadataOp, ErrorCode>,
+        payload: impl FnOnce(&Metadata, &DataFigures<'_>) -> Option<T>,
+    ) -> Outcome {
+        let op = match op {
+            Ok(op) => op,
+            Err(code) => return self.reject(server, code),
+        };
+        if let Err(code) = server.commit(op).await {
+            return self.reject(server, code);
+        }
+        let built = {
+            let metadata = server.metadata.borrow();
+            payload(&metadata, &DataFigures(&server.data))
+        };
+        match built {
+            Some(reply) => self.answer(server, &reply),
+            // The op applied, so what it created exists; a miss is a bug, not the client's.
+            None => self.reject(server, ErrorCode::Error),
+        }
+    }
+}
+
+/// The data plane's per-partition figures, as the reply builders of
+/// [`crate::metadata::responses`] read them; a partition that is not open reads as empty.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DataFigures<'d>(pub(super) &'d DataPlane);
+
+impl PartitionStats for DataFigures<'_> {
+    fn partition(&self, stream_id: u32, topic_id: u32, partition_id: u32) -> PartitionFigures {
+        let key = PartitionKey {
+            stream_id,
+            topic_id,
+            partition_id,
+        };
+        self.0
+            .partition_stats(key)
+            .map_or_else(PartitionFigures::default, |stats| PartitionFigures {
+                segments_count: stats.segments_count.max(1),
+                current_offset: stats.current_offset,
+                size_bytes: stats.size_bytes,
+                messages_count: stats.messages_count,
+            })
+    }
+}

@@ -1,0 +1,85 @@
+//! The partition family (PROTOCOL.md §4.8): `CREATE_PARTITIONS` (402) and
+//! `DELETE_PARTITIONS` (403) are metadata ops (the data plane opens or removes the
+//! partitions as it follows the commit); `DELETE_SEGMENTS` (503) truncates one partition's
+//! log head on the data plane and is answered with operation 138: an empty body on success,
+//! the header `status` on refusal (it is not result-framed).
+
+use proto::ErrorCode;
+use proto::commands::Empty;
+use proto::commands::Request;
+use proto::commands::partitions::DeleteSegments;
+use proto::header::RequestHeader;
+
+use super::commit::Call;
+use crate::connection::Connection;
+use crate::data::PartitionKey;
+use crate::metadata::permissions::{can_manage_topic, require};
+use crate::metadata::validate;
+use crate::outcome::Outcome;
+use crate::server::{Server, now_us};
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let call = Call::of(header, connection);
+    match request {
+        Request::CreatePartitions(create) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata).and_then(|actor| {
+                    validate::create_partitions(&metadata, actor, &create, now_us())
+                })
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::DeletePartitions(delete) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::delete_partitions(&metadata, actor, &delete))
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::DeleteSegments(delete) => delete_segments(server, call, &delete).await,
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `DELETE_SEGMENTS` (503): `1009`, `2010`, `41`, `3007` unknown partition; a count of 0
+/// deletes nothing.
+async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -> Outcome {
+    let key = {
+        let metadata = server.metadata.borrow();
+        let target = call.actor(&metadata).and_then(|actor| {
+            let (stream, topic) = metadata.topic(&delete.stream_id, &delete.topic_id)?;
+            require(can_manage_topic(actor, stream.id, topic.id))?;
+            if !topic.partitions.contains_key(&delete.partition_id) {
+                return Err(ErrorCode::PartitionNotFound);
+            }
+            Ok(PartitionKey {
+                stream_id: stream.id,
+                topic_id: topic.id,
+                partition_id: delete.partition_id,
+            })
+        });
+        match target {
+            Ok(key) => key,
+            Err(code) => return call.reject(server, code),
+        }
+    };
+    match server
+        .data
+        .delete_segments(key, delete.segments_count)
+        .await
+    {
+        Ok(Some(_)) => call.answer(server, &Empty),
+        Ok(None) => call.reject(server, ErrorCode::PartitionNotFound),
+        Err(error) => {
+            log::error!("deleting segments of {key:?} failed: {error}");
+            call.reject(server, error.code())
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The stream family (PROTOCOL.md §4.6, §12.2): `GET_STREAM` (200), `GET_STREAMS` (201),
+//! `CREATE_STREAM` (202), `DELETE_STREAM` (203), and the 0.11.0 `UPDATE_STREAM` (204) and
+//! `PURGE_STREAM` (205). Writes are validated by [`crate::metadata::validate`] and committed;
+//! a purge is data-plane only (messages and stored offsets go, the stream stays).
+
+use proto::ErrorCode;
+use proto::commands::Empty;
+use proto::commands::Request;
+use proto::commands::legacy::PurgeStream;
+use proto::header::RequestHeader;
+
+use super::commit::{Call, DataFigures};
+use crate::connection::Connection;
+use crate::metadata::permissions::{can_list_streams, can_manage_stream, can_read_stream, require};
+use crate::metadata::{MetadataOp, responses, validate};
+use crate::outcome::Outcome;
+use crate::server::{Server, now_us};
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let call = Call::of(header, connection);
+    let figures = DataFigures(&server.data);
+    match request {
+        Request::GetStream(get) => {
+            let metadata = server.metadata.borrow();
+            let found = call.actor(&metadata).and_then(|actor| {
+                let Ok(stream) = metadata.stream(&get.stream_id) else {
+                    return Ok(None);
+                };
+                require(can_read_stream(actor, stream.id))?;
+                Ok(Some(responses::stream_details(stream, &figures)))
+            });
+            match found {
+                Ok(details) => call.answer(server, &details),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::GetStreams(_) => {
+            let metadata = server.metadata.borrow();
+            let listed = call.actor(&metadata).and_then(|actor| {
+                require(can_list_streams(actor))?;
+                Ok(responses::streams(&metadata, &figures, |_| true))
+            });
+            match listed {
+                Ok(streams) => call.answer(server, &streams),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::CreateStream(create) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::create_stream(&metadata, actor, &create, now_us()))
+            };
+            let id = match &op {
+                Ok(MetadataOp::CreateStream { id, .. }) => *id,
+                _ => 0,
+            };
+            call.commit(server, op, |metadata, figures| {
+                let stream = metadata.streams.get(&id)?;
+                Some(responses::stream_details(stream, figures))
+            })
+            .await
+        }
+        Request::DeleteStream(delete) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::delete_stream(&metadata, actor, &delete))
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::UpdateStream(update) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::update_stream_legacy(&metadata, actor, &update))
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::PurgeStream(purge) => purge_stream(server, call, &purge).await,
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `PURGE_STREAM` (205): every message and stored offset of the stream's partitions.
+async fn purge_stream(server: &Server, call: Call, purge: &PurgeStream) -> Outcome {
+    let stream_id = {
+        let metadata = server.metadata.borrow();
+        let target = call.actor(&metadata).and_then(|actor| {
+            let stream = metadata.stream(&purge.stream_id)?;
+            require(can_manage_stream(actor, stream.id))?;
+            Ok(stream.id)
+        });
+        match target {
+            Ok(stream_id) => stream_id,
+            Err(code) => return call.reject(server, code),
+        }
+    };
+    match server.data.purge(stream_id, None).await {
+        Ok(()) => call.answer(server, &Empty),
+        Err(error) => {
+            log::error!("purge of stream {stream_id} failed: {error}");
+            call.reject(server, error.code())
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The personal access token family (PROTOCOL.md §4.3): `GET_PERSONAL_ACCESS_TOKENS` (41),
+//! `CREATE_PERSONAL_ACCESS_TOKEN` (42) and `DELETE_PERSONAL_ACCESS_TOKEN` (43), always on
+//! the calling user's own tokens. A token is minted before validation (validation takes
+//! its hash); the clear text is answered once and never stored.
+
+use proto::ErrorCode;
+use proto::commands::Empty;
+use proto::commands::Request;
+use proto::commands::session::Secret;
+use proto::commands::tokens::{CreatePersonalAccessToken, RawPersonalAccessToken};
+use proto::header::RequestHeader;
+
+use super::commit::Call;
+use crate::connection::Connection;
+use crate::metadata::auth::mint_token;
+use crate::metadata::{responses, validate};
+use crate::outcome::Outcome;
+use crate::server::{Server, now_us};
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let call = Call::of(header, connection);
+    match request {
+        Request::GetPersonalAccessTokens(_) => {
+            let listed = call.actor(&server.metadata.borrow()).map(responses::tokens);
+            match listed {
+                Ok(tokens) => call.answer(server, &tokens),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::CreatePersonalAccessToken(create) => create_token(server, call, &create).await,
+        Request::DeletePersonalAccessToken(delete) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::delete_token(actor, &delete))
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `CREATE_PERSONAL_ACCESS_TOKEN` (42): mints, commits the hash, answers the clear token.
+async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccessToken) -> Outcome {
+    let minted = match mint_token() {
+        Ok(minted) => minted,
+        Err(error) => {
+            log::error!("minting a token failed: {error}");
+            return call.reject(server, ErrorCode::Error);
+        }
+    };
+    let op = {
+        let metadata = server.metadata.borrow();
+        call.actor(&metadata).and_then(|actor| {
+            validate::create_token(actor, create, now_us(), minted.token_hash.clone())
+        })
+    };
+    // A base64url token of 50 bytes is 67 ASCII bytes: always a valid secret.
+    let token = Secret::new(minted.token);
+    call.commit(server, op, move |_, _| {
+        token.map(|token| RawPersonalAccessToken { token })
+    })
+    .await
+}

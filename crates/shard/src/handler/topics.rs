@@ -1,0 +1,134 @@
+//! The topic family (PROTOCOL.md §4.7, §12.2): `GET_TOPIC` (300), `GET_TOPICS` (301),
+//! `CREATE_TOPIC` (302), `DELETE_TOPIC` (303), and the 0.11.0 `UPDATE_TOPIC` (304) and
+//! `PURGE_TOPIC` (305). A purge is data-plane only: messages and stored offsets go, the
+//! topic, its partitions and groups stay.
+
+use proto::ErrorCode;
+use proto::commands::Empty;
+use proto::commands::Request;
+use proto::commands::legacy::PurgeTopic;
+use proto::commands::topics::Topics;
+use proto::header::RequestHeader;
+
+use super::commit::{Call, DataFigures};
+use crate::connection::Connection;
+use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
+use crate::metadata::{MetadataOp, TopicSettings, responses, validate};
+use crate::outcome::Outcome;
+use crate::server::{Server, now_us};
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let call = Call::of(header, connection);
+    let defaults = TopicSettings::default();
+    match request {
+        request @ (Request::GetTopic(_) | Request::GetTopics(_)) => read(server, call, &request),
+        Request::CreateTopic(create) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata).and_then(|actor| {
+                    validate::create_topic(&metadata, actor, &create, now_us(), &defaults)
+                })
+            };
+            let (stream_id, id) = match &op {
+                Ok(MetadataOp::CreateTopic { stream_id, id, .. }) => (*stream_id, *id),
+                _ => (0, 0),
+            };
+            call.commit(server, op, |metadata, figures| {
+                let topic = metadata.streams.get(&stream_id)?.topics.get(&id)?;
+                let commit = metadata.commit;
+                Some(responses::topic_details(stream_id, topic, figures, commit))
+            })
+            .await
+        }
+        Request::DeleteTopic(delete) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata)
+                    .and_then(|actor| validate::delete_topic(&metadata, actor, &delete))
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::UpdateTopic(update) => {
+            let op = {
+                let metadata = server.metadata.borrow();
+                call.actor(&metadata).and_then(|actor| {
+                    validate::update_topic_legacy(&metadata, actor, &update, &defaults)
+                })
+            };
+            call.commit(server, op, |_, _| Some(Empty)).await
+        }
+        Request::PurgeTopic(purge) => purge_topic(server, call, &purge).await,
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `GET_TOPIC` (300) and `GET_TOPICS` (301).
+fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
+    match request {
+        Request::GetTopic(get) => {
+            let metadata = server.metadata.borrow();
+            let found = call.actor(&metadata).and_then(|actor| {
+                // An unknown stream or topic is the empty "not found" body.
+                let Ok((stream, topic)) = metadata.topic(&get.stream_id, &get.topic_id) else {
+                    return Ok(None);
+                };
+                require(can_read_topic(actor, stream.id, topic.id))?;
+                let commit = metadata.commit;
+                Ok(Some(responses::topic_details(
+                    stream.id,
+                    topic,
+                    &DataFigures(&server.data),
+                    commit,
+                )))
+            });
+            match found {
+                Ok(details) => call.answer(server, &details),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        Request::GetTopics(list) => {
+            let metadata = server.metadata.borrow();
+            let listed = call.actor(&metadata).and_then(|actor| {
+                // An unknown stream lists no topics, as the reference answers.
+                let Ok(stream) = metadata.stream(&list.stream_id) else {
+                    return Ok(Topics(Vec::new()));
+                };
+                require(can_read_topics(actor, stream.id))?;
+                Ok(responses::topics(stream, &DataFigures(&server.data)))
+            });
+            match listed {
+                Ok(topics) => call.answer(server, &topics),
+                Err(code) => call.reject(server, code),
+            }
+        }
+        _ => call.reject(server, ErrorCode::InvalidCommand),
+    }
+}
+
+/// `PURGE_TOPIC` (305): every message and stored offset of the topic's partitions.
+async fn purge_topic(server: &Server, call: Call, purge: &PurgeTopic) -> Outcome {
+    let (stream_id, topic_id) = {
+        let metadata = server.metadata.borrow();
+        let target = call.actor(&metadata).and_then(|actor| {
+            let (stream, topic) = metadata.topic(&purge.stream_id, &purge.topic_id)?;
+            require(can_manage_topic(actor, stream.id, topic.id))?;
+            Ok((stream.id, topic.id))
+        });
+        match target {
+            Ok(ids) => ids,
+            Err(code) => return call.reject(server, code),
+        }
+    };
+    match server.data.purge(stream_id, Some(topic_id)).await {
+        Ok(()) => call.answer(server, &Empty),
+        Err(error) => {
+            log::error!("purge of topic {stream_id}/{topic_id} failed: {error}");
+            call.reject(server, error.code())
+        }
+    }
+}

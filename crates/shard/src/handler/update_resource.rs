@@ -1,0 +1,33 @@
+//! `UPDATE_RESOURCE` (16, PROTOCOL.md §4.1, §7.4): the 0.12.2 patch of a topic (scope 1),
+//! stream (scope 2) or user (scope 3) by option keys, answered with operation 150 and a
+//! result section only.
+
+use proto::ErrorCode;
+use proto::commands::Empty;
+use proto::commands::Request;
+use proto::header::RequestHeader;
+
+use super::commit::Call;
+use crate::connection::Connection;
+use crate::metadata::{TopicSettings, validate};
+use crate::outcome::Outcome;
+use crate::server::Server;
+
+pub(crate) async fn handle(
+    server: &Server,
+    connection: &mut Connection,
+    header: &RequestHeader,
+    request: Request<'_>,
+) -> Outcome {
+    let call = Call::of(header, connection);
+    let Request::UpdateResource(update) = request else {
+        return call.reject(server, ErrorCode::InvalidCommand);
+    };
+    let op = {
+        let metadata = server.metadata.borrow();
+        call.actor(&metadata).and_then(|actor| {
+            validate::update_resource(&metadata, actor, &update, &TopicSettings::default())
+        })
+    };
+    call.commit(server, op, |_, _| Some(Empty)).await
+}
