@@ -91,7 +91,7 @@ impl Config {
         let frame_size = view.size("message_bus.max_message_size")?;
         Ok(Self {
             system_path: PathBuf::from(view.string("system.path")?),
-            cpu_allocation: view.string("system.sharding.cpu_allocation")?,
+            cpu_allocation: view.cpu_allocation("system.sharding.cpu_allocation")?,
             pin_cores: view.bool("system.sharding.pin_cores")?,
             memory_pool_enabled: view.bool("system.memory_pool.enabled")?,
             memory_pool_size_bytes: view.size("system.memory_pool.size")?,
@@ -304,6 +304,23 @@ impl View<'_> {
         let text = self.string(path)?;
         humantime::parse_duration(&text)
             .map_err(|error| Self::invalid(path, format!("`{text}`: {error}")))
+    }
+
+    /// `all`, a core count (`4`) or a core range (`0..4`).
+    fn cpu_allocation(&self, path: &str) -> Result<String, ConfigError> {
+        let text = self.string(path)?;
+        let count = |part: &str| part.trim().parse::<u32>().ok();
+        let valid = match text.split_once("..") {
+            _ if text == "all" => true,
+            Some((start, end)) => matches!((count(start), count(end)), (Some(s), Some(e)) if s < e),
+            None => count(&text).is_some_and(|cores| cores > 0),
+        };
+        if valid {
+            Ok(text)
+        } else {
+            let reason = format!("`{text}` is not \"all\", a core count or a range \"0..4\"");
+            Err(Self::invalid(path, reason))
+        }
     }
 
     fn size(&self, path: &str) -> Result<u64, ConfigError> {

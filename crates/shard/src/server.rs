@@ -302,6 +302,11 @@ impl Server {
             return outcome;
         }
         let Some(code) = code else {
+            let raw = header.code.get();
+            log::info!(
+                "client {}: unknown command code {raw}",
+                connection.client_number
+            );
             return Outcome::refused(operation, ErrorCode::InvalidCommand, commit);
         };
         let request = match Request::decode(code, body, connection.dialect) {

@@ -27,6 +27,9 @@ use crate::{BadFrame, ConnectionHandler};
 
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long binding retries an address that is still in use.
+pub const BIND_RETRY_TIMEOUT: Duration = Duration::from_secs(5);
+const BIND_RETRY_DELAY: Duration = Duration::from_millis(50);
 /// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
@@ -74,14 +77,26 @@ struct ServeState {
 }
 
 impl TcpServer {
+    /// Binds `config.address`. A port still held by a just-killed process (an `io_uring`
+    /// instance releases its sockets asynchronously after the process exits) is retried for
+    /// up to [`BIND_RETRY_TIMEOUT`].
     pub async fn bind(config: TcpConfig) -> Result<Self, ListenError> {
-        let listener =
-            TcpListener::bind(config.address)
-                .await
-                .map_err(|source| ListenError::Bind {
-                    address: config.address,
-                    source,
-                })?;
+        let deadline = Instant::now() + BIND_RETRY_TIMEOUT;
+        let listener = loop {
+            match TcpListener::bind(config.address).await {
+                Ok(listener) => break listener,
+                Err(error)
+                    if error.kind() == io::ErrorKind::AddrInUse && Instant::now() < deadline =>
+                {
+                    log::debug!("tcp: {} in use, retrying", config.address);
+                    compio::time::sleep(BIND_RETRY_DELAY).await;
+                }
+                Err(source) => {
+                    let address = config.address;
+                    return Err(ListenError::Bind { address, source });
+                }
+            }
+        };
         let local_address = listener.local_addr().map_err(ListenError::LocalAddress)?;
         Ok(Self {
             listener,
@@ -244,7 +259,15 @@ async fn serve_frames<H: ConnectionHandler>(
                 pending.push(answer(handler, connection, header, body));
                 Ok(())
             }
-            Either::Left(Some(Incoming::Frame(..))) => Err(Ended::Stopping),
+            Either::Left(Some(Incoming::Frame(..))) => {
+                // Shutting down: no new request; the ones in flight still get answers.
+                reading = false;
+                if pending.is_empty() {
+                    Err(Ended::Stopping)
+                } else {
+                    Ok(())
+                }
+            }
             Either::Left(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
                 write(writer, eviction)
@@ -261,11 +284,17 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Either::Left(None) => Err(Ended::PeerClosed),
             Either::Right((header, answer)) => {
+                let written = write_answer(writer, handler, connection, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
-                write_answer(writer, handler, connection, &header, answer).await
+                written
             }
         };
         if let Err(ended) = result {
+            // Requests still pending are dropped with the connection.
+            let dropped = pending.len();
+            state
+                .in_flight
+                .set(state.in_flight.get().saturating_sub(dropped));
             return ended;
         }
     }

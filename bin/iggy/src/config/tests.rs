@@ -77,3 +77,19 @@ fn sizes() {
     assert_eq!(parse_size("MiB"), None);
     assert_eq!(parse_size("99999999999999 TiB"), None);
 }
+
+#[test]
+fn cpu_allocation_forms() {
+    for good in ["all", "4", "0..4"] {
+        let env = environment(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", good)]);
+        assert_eq!(Config::load(None, &env).unwrap().cpu_allocation, good);
+    }
+    for bad in ["0", "4..2", "most"] {
+        let env = environment(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", bad)]);
+        let error = Config::load(None, &env).unwrap_err();
+        assert!(
+            error.to_string().contains("system.sharding.cpu_allocation"),
+            "{error}"
+        );
+    }
+}
