@@ -90,7 +90,9 @@ impl OptionDescriptor {
     pub const FLAG_CRITICAL: u8 = 1 << 4;
 }
 
-const OPTION_DESCRIPTOR_LENGTH_MIN: usize = 12;
+/// The shortest descriptor: a one-byte key, its kind, two empty `u32`-prefixed fields, and in
+/// 0.12.2 the flags byte. The 0.11.0 form (no flags) bounds both dialects.
+const OPTION_DESCRIPTOR_LENGTH_MIN: usize = 11;
 
 impl Codec<'_> for OptionDescriptor {
     fn encode(&self, writer: &mut Writer<'_>) {
