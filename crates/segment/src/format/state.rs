@@ -18,6 +18,8 @@ pub struct PartitionState {
     /// Closed cleanly: `next_offset` is exact rather than a reservation.
     pub clean: bool,
     pub next_offset: u64,
+    /// The machine boot that wrote the file (all zeros when unknown).
+    pub boot_id: [u8; 16],
 }
 
 /// Why a state file was refused.
@@ -41,6 +43,8 @@ impl PartitionState {
         let flags = if self.clean { FLAG_CLEAN } else { 0 };
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
         bytes[16..24].copy_from_slice(&self.next_offset.to_le_bytes());
+        bytes[24..40].copy_from_slice(&self.boot_id);
+        bytes[24..40].copy_from_slice(&self.boot_id);
         let checksum = xxh3_64(&bytes[..56]);
         bytes[56..].copy_from_slice(&checksum.to_le_bytes());
         bytes
@@ -65,16 +69,22 @@ impl PartitionState {
         let flags = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
         let mut next_offset = [0_u8; 8];
         next_offset.copy_from_slice(&bytes[16..24]);
+        let mut boot_id = [0_u8; 16];
+        boot_id.copy_from_slice(&bytes[24..40]);
         Ok(Self {
             clean: flags & FLAG_CLEAN != 0,
             next_offset: u64::from_le_bytes(next_offset),
+            boot_id,
         })
     }
 
     /// The next offset to assign after opening, given the offset after the last record in
-    /// the log (§5): exact after a clean close, never below the reservation otherwise.
-    pub fn next_offset_after_open(&self, log_next_offset: u64) -> u64 {
-        if self.clean {
+    /// the log and the current boot (§5): exact after a clean close or a crash within the same
+    /// boot (the kernel kept every accepted write), never below the reservation after a new
+    /// boot (unsynced writes, and the offsets they were given, may be gone).
+    pub fn next_offset_after_open(&self, log_next_offset: u64, boot_id: Option<[u8; 16]>) -> u64 {
+        let same_boot = boot_id.is_some_and(|id| id != [0; 16] && id == self.boot_id);
+        if self.clean || same_boot {
             log_next_offset
         } else {
             log_next_offset.max(self.next_offset)
@@ -91,13 +101,14 @@ mod tests {
         let state = PartitionState {
             clean: true,
             next_offset: 42,
+            boot_id: [7; 16],
         };
         let bytes = state.encode();
         assert_eq!(PartitionState::decode(&bytes), Ok(state));
         for index in 0..STATE_SIZE {
             let mut flipped = bytes;
             flipped[index] ^= 0x10;
-            if (24..56).contains(&index) {
+            if (40..56).contains(&index) {
                 assert_eq!(PartitionState::decode(&flipped), Err(StateError::Checksum));
             } else {
                 assert!(PartitionState::decode(&flipped).is_err(), "byte {index}");
@@ -114,13 +125,26 @@ mod tests {
         let crashed = PartitionState {
             clean: false,
             next_offset: 1000,
+            boot_id: [1; 16],
         };
-        assert_eq!(crashed.next_offset_after_open(10), 1000);
-        assert_eq!(crashed.next_offset_after_open(2000), 2000);
+        assert_eq!(crashed.next_offset_after_open(10, Some([2; 16])), 1000);
+        assert_eq!(crashed.next_offset_after_open(10, None), 1000);
+        assert_eq!(crashed.next_offset_after_open(2000, Some([2; 16])), 2000);
+        assert_eq!(
+            crashed.next_offset_after_open(10, Some([1; 16])),
+            10,
+            "same boot"
+        );
+        let unknown = PartitionState {
+            boot_id: [0; 16],
+            ..crashed
+        };
+        assert_eq!(unknown.next_offset_after_open(10, Some([0; 16])), 1000);
         let clean = PartitionState {
             clean: true,
             next_offset: 10,
+            boot_id: [1; 16],
         };
-        assert_eq!(clean.next_offset_after_open(10), 10);
+        assert_eq!(clean.next_offset_after_open(10, Some([2; 16])), 10);
     }
 }

@@ -61,7 +61,7 @@ impl<S: Storage> PartitionLog<S> {
         let log_next = segments
             .last()
             .map_or(state.next_offset, |segment| segment.next_offset);
-        let next_offset = state.next_offset_after_open(log_next);
+        let next_offset = state.next_offset_after_open(log_next, storage.boot_id());
         let starts_fresh = segments
             .last()
             .is_none_or(|active| active.next_offset != next_offset);
@@ -175,9 +175,11 @@ impl<S: Storage> PartitionLog<S> {
     pub async fn close(mut self) -> Result<(), AppendError> {
         self.sync().await?;
         let next_offset = self.next_offset();
+        let boot_id = self.storage.boot_id().unwrap_or_default();
         self.write_state(PartitionState {
             clean: true,
             next_offset,
+            boot_id,
         })
         .await
     }
@@ -198,7 +200,7 @@ impl<S: Storage> PartitionLog<S> {
 
     /// Records a reservation covering `up_to` and beyond in `partition.state`, durably.
     async fn reserve(&mut self, up_to: u64) -> Result<(), AppendError> {
-        let state = open::reservation(up_to);
+        let state = open::reservation(up_to, self.storage.boot_id());
         self.write_state(state).await?;
         self.reserved_offset = state.next_offset;
         Ok(())

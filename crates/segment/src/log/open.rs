@@ -101,6 +101,7 @@ async fn read_state<S: Storage>(
         return Ok(PartitionState {
             clean: true,
             next_offset: 0,
+            boot_id: [0; 16],
         });
     }
     let file = storage
@@ -292,9 +293,10 @@ async fn open_indexes<S: Storage>(
 
 /// The state to write once the partition is open: unclean, with offsets reserved past
 /// `next_offset`.
-pub(crate) fn reservation(next_offset: u64) -> PartitionState {
+pub(crate) fn reservation(next_offset: u64, boot_id: Option<[u8; 16]>) -> PartitionState {
     PartitionState {
         clean: false,
         next_offset: next_offset + RESERVATION_STEP,
+        boot_id: boot_id.unwrap_or_default(),
     }
 }

@@ -170,6 +170,11 @@ fn replicated_appends_survive_a_process_crash() {
     let (log, report) = open(&storage, config(1 << 20, Durability::Replicated));
     assert!(report.cuts.is_empty());
     assert_eq!(
+        log.next_offset(),
+        21,
+        "a crash within one boot keeps offsets dense"
+    );
+    assert_eq!(
         offsets(&run(log.read(ReadStart::First, 1000, u64::MAX)).unwrap()).len(),
         21
     );

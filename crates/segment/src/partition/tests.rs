@@ -382,6 +382,10 @@ struct CountingFile {
 }
 
 impl Storage for CountingStorage {
+    fn boot_id(&self) -> Option<[u8; 16]> {
+        self.inner.boot_id()
+    }
+
     type File = CountingFile;
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<CountingFile> {

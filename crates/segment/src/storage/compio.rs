@@ -27,6 +27,10 @@ impl CompioStorage {
 impl Storage for CompioStorage {
     type File = CompioFile;
 
+    fn boot_id(&self) -> Option<[u8; 16]> {
+        super::system_boot_id()
+    }
+
     async fn open(&self, path: &Path, create: bool) -> io::Result<CompioFile> {
         let file = OpenOptions::new()
             .read(true)

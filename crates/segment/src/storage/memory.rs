@@ -35,6 +35,8 @@ struct State {
     directories: BTreeSet<PathBuf>,
     faults: Faults,
     syncs: u64,
+    /// Bumped by every power-loss crash: a new boot.
+    boots: u64,
 }
 
 /// The in-memory storage; clones share one file system.
@@ -73,6 +75,9 @@ impl MemoryStorage {
     /// power-loss modes.
     pub fn crash(&self, mode: CrashMode) {
         let mut state = self.state.borrow_mut();
+        if mode != CrashMode::ProcessOnly {
+            state.boots += 1;
+        }
         state
             .files
             .retain(|_, file| mode == CrashMode::ProcessOnly || file.entry_durable);
@@ -136,6 +141,14 @@ fn not_found(path: &Path) -> io::Error {
 
 impl Storage for MemoryStorage {
     type File = MemoryFile;
+
+    fn boot_id(&self) -> Option<[u8; 16]> {
+        let mut id = [0_u8; 16];
+        // Never all zeros, which means "unknown".
+        let boot = self.state.borrow().boots + 1;
+        id[..8].copy_from_slice(&boot.to_le_bytes());
+        Some(id)
+    }
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<MemoryFile> {
         let mut state = self.state.borrow_mut();

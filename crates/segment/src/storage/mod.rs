@@ -47,6 +47,10 @@ pub trait Storage {
     fn sync_dir(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
 
     fn exists(&self, path: &Path) -> impl Future<Output = bool>;
+
+    /// Identifies the current boot of the machine (`None` when unknown): a crash within one
+    /// boot loses no write the kernel accepted, a new boot may have lost every unsynced one.
+    fn boot_id(&self) -> Option<[u8; 16]>;
 }
 
 /// An open file with positional I/O.
@@ -117,4 +121,19 @@ pub(crate) fn block_on_ready<F: Future>(future: F) -> F::Output {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("block_on_ready: the future was not ready"),
     }
+}
+
+/// The kernel's boot id (`/proc/sys/kernel/random/boot_id`), or `None` if it cannot be read.
+pub fn system_boot_id() -> Option<[u8; 16]> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let hex: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+    let mut id = [0_u8; 16];
+    if hex.len() != 32 {
+        return None;
+    }
+    for (byte, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
+        let text = std::str::from_utf8(pair).ok()?;
+        *byte = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(id)
 }

@@ -46,6 +46,10 @@ impl UringStorage {
 }
 
 impl Storage for UringStorage {
+    fn boot_id(&self) -> Option<[u8; 16]> {
+        super::system_boot_id()
+    }
+
     type File = UringFile;
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<UringFile> {
