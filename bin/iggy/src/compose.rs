@@ -8,8 +8,27 @@ use shard::Server;
 
 use crate::config::Config;
 
+// The subcommand's module is declared here so that its presence is the only `cfg` it needs.
+#[cfg(feature = "bench")]
+#[path = "bench.rs"]
+mod bench_command;
+
 #[cfg(not(feature = "tcp"))]
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
+
+/// Runs `iggy bench <arguments>`; without feature `bench` it says how to get it.
+pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
+    #[cfg(feature = "bench")]
+    {
+        bench_command::run(arguments)
+    }
+    #[cfg(not(feature = "bench"))]
+    {
+        let _ = arguments;
+        eprintln!("error: this build has no `iggy bench`: build with feature `bench` or `full`");
+        std::process::ExitCode::FAILURE
+    }
+}
 
 /// A listener failed to bind.
 #[derive(Debug, thiserror::Error)]

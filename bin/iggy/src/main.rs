@@ -59,6 +59,10 @@ enum StartError {
 }
 
 fn main() -> ExitCode {
+    let mut arguments = std::env::args().skip(1).peekable();
+    if arguments.peek().is_some_and(|first| first == "bench") {
+        return compose::bench(arguments.skip(1).collect());
+    }
     logger::init();
     match start() {
         Ok(()) => ExitCode::SUCCESS,

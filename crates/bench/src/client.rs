@@ -1,0 +1,417 @@
+//! A blocking client of the binary protocol (dialect 0.12.2) over one TCP connection, built on
+//! `proto`'s codecs: login (`LOGIN_REGISTER`, then the roster), the control-plane calls the
+//! scenarios need, routes, and the two data-plane calls, sends and polls.
+//!
+//! Invariants: one request is in flight at a time, so every reply must echo the number of
+//! the request just sent; the request counter starts at 1 after login and grows by one per
+//! bound request (PROTOCOL.md §1.7). A send frame is encoded once and only its request number
+//! and partition context are patched per send, so the client adds no copy to the data path.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+use proto::Dialect;
+use proto::codec::{Codec, WireName, Writer, decode_exact, encode_to_vec};
+use proto::codes::CommandCode;
+use proto::commands::groups::{
+    ConsumerGroupAssignment, CreateConsumerGroup, JoinConsumerGroup, SyncConsumerGroup,
+};
+use proto::commands::messages::{GetPartitionRoute, PartitionRoute, PolledMessages};
+use proto::commands::poll_selector::PollSelector;
+use proto::commands::session::{BindSecret, LoginRegister, Secret};
+use proto::commands::streams::{CreateStream, DeleteStream};
+use proto::commands::topics::CreateTopic;
+use proto::commands::{Reply, ReplyOutcome};
+use proto::dialect::VersionPrefix;
+use proto::header::{
+    Command, EvictionHeader, FRAME_SIZE_MAX_DEFAULT, Operation, PartitionContext, ReplyHeader,
+    RequestHeader, frame_prefix,
+};
+use proto::primitives::{Identifier, OptionsBlock, Partitioning, TlvEntry};
+use zerocopy::IntoBytes;
+use zerocopy::little_endian::{U64, U128};
+
+const DIALECT: Dialect = Dialect::V0_12_2;
+/// Bytes of every frame header.
+const HEADER_SIZE: usize = 256;
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("connect to {address}")]
+    Connect {
+        address: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("socket i/o")]
+    Io(#[from] io::Error),
+    #[error("malformed reply")]
+    Decode(#[from] proto::DecodeError),
+    #[error("{code:?}: the server refused it with error code {status}")]
+    Refused { code: CommandCode, status: u32 },
+    #[error("the server evicted the session (reason {reason})")]
+    Evicted { reason: u8 },
+    #[error("{code:?}: reply to request {got}, expected {expected}")]
+    RequestMismatch {
+        code: CommandCode,
+        expected: u64,
+        got: u64,
+    },
+    #[error("{0:?}: the reply has an unexpected shape")]
+    UnexpectedReply(CommandCode),
+    #[error("`{0}` is not a valid name")]
+    Name(String),
+}
+
+/// Topic durability (the `durability` option of §7.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Acknowledged after the append (a single node has no quorum to wait for).
+    Replicated,
+    /// Acknowledged after fsync.
+    Persisted,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replicated => "replicated",
+            Self::Persisted => "persisted",
+        }
+    }
+}
+
+/// One logged-in connection.
+pub struct Client {
+    stream: TcpStream,
+    client_id: u128,
+    session: u64,
+    request: u64,
+    /// The last reply's body.
+    body: Vec<u8>,
+}
+
+/// A `SEND_MESSAGES` frame encoded once and re-sent with a fresh request number.
+pub struct SendFrame {
+    bytes: Vec<u8>,
+}
+
+impl Client {
+    /// Connects, logs in as `username` and reads the roster, as an SDK does before its
+    /// first partition call (§2.1).
+    pub fn connect(
+        address: SocketAddr,
+        username: &str,
+        password: &str,
+        client_id: u128,
+    ) -> Result<Self, ClientError> {
+        assert_ne!(client_id, 0, "the protocol forbids client id 0");
+        let stream =
+            TcpStream::connect(address).map_err(|source| ClientError::Connect { address, source })?;
+        stream.set_nodelay(true)?;
+        let mut client = Self {
+            stream,
+            client_id,
+            session: 0,
+            request: 0,
+            body: Vec::new(),
+        };
+        client.login(username, password)?;
+        client.call(CommandCode::GetClusterMetadata, &[], PartitionContext::default())?;
+        Ok(client)
+    }
+
+    fn login(&mut self, username: &str, password: &str) -> Result<(), ClientError> {
+        let body = LoginRegister {
+            version: VersionPrefix::rust_sdk(DIALECT),
+            bind_secret: BindSecret(self.client_id.to_le_bytes().repeat(2).try_into().expect(
+                "two 16-byte halves make the 32-byte secret",
+            )),
+            username: wire_name(username)?,
+            password: Secret::new(password).ok_or_else(|| ClientError::Name("password".into()))?,
+            context: String::new(),
+        };
+        let body = encode_to_vec(&body, DIALECT);
+        let mut header = RequestHeader::new(self.client_id, Operation::Register, body.len());
+        header.request_checksum = U128::new(self.client_id.rotate_left(17) | 1);
+        self.exchange(CommandCode::LoginRegister, header.as_bytes(), &body, 0)?;
+        let outcome = Reply::decode_body(
+            CommandCode::LoginRegister,
+            Operation::Register,
+            &self.body,
+            DIALECT,
+        )?;
+        match outcome {
+            ReplyOutcome::Ok(Reply::LoginRegister(reply)) => {
+                self.session = reply.session;
+                Ok(())
+            }
+            ReplyOutcome::Refused(status) => Err(ClientError::Refused {
+                code: CommandCode::LoginRegister,
+                status,
+            }),
+            ReplyOutcome::Ok(_) => Err(ClientError::UnexpectedReply(CommandCode::LoginRegister)),
+        }
+    }
+
+    /// Creates a stream named `name` and returns its id.
+    pub fn create_stream(&mut self, name: &str) -> Result<u32, ClientError> {
+        let body = CreateStream {
+            name: wire_name(name)?,
+            options: OptionsBlock::default(),
+        };
+        match self.control(CommandCode::CreateStream, &body)? {
+            Reply::CreateStream(details) => Ok(details.stream.id),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::CreateStream)),
+        }
+    }
+
+    /// Creates a topic with `partitions` partitions and the given durability.
+    pub fn create_topic(
+        &mut self,
+        stream_id: u32,
+        name: &str,
+        partitions: u32,
+        durability: Durability,
+    ) -> Result<u32, ClientError> {
+        let mut options = OptionsBlock::default();
+        let value = TlvEntry::string(durability.as_str()).expect("a short ASCII value fits");
+        options.set("durability", value);
+        let body = CreateTopic {
+            stream_id: Identifier::Numeric(stream_id),
+            partitions_count: partitions,
+            name: wire_name(name)?,
+            options,
+        };
+        match self.control(CommandCode::CreateTopic, &body)? {
+            Reply::CreateTopic(details) => Ok(details.topic.id),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::CreateTopic)),
+        }
+    }
+
+    pub fn delete_stream(&mut self, stream_id: u32) -> Result<(), ClientError> {
+        let body = DeleteStream {
+            stream_id: Identifier::Numeric(stream_id),
+        };
+        self.control(CommandCode::DeleteStream, &body).map(drop)
+    }
+
+    /// Creates a consumer group and returns its id.
+    pub fn create_group(&mut self, stream_id: u32, topic_id: u32) -> Result<u32, ClientError> {
+        let body = CreateConsumerGroup {
+            stream_id: Identifier::Numeric(stream_id),
+            topic_id: Identifier::Numeric(topic_id),
+            name: wire_name("bench-group")?,
+        };
+        match self.control(CommandCode::CreateConsumerGroup, &body)? {
+            Reply::CreateConsumerGroup(details) => Ok(details.group.id),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::CreateConsumerGroup)),
+        }
+    }
+
+    /// Joins the group, then asks for this member's assignment.
+    pub fn join_group(
+        &mut self,
+        stream_id: u32,
+        topic_id: u32,
+        group_id: u32,
+    ) -> Result<ConsumerGroupAssignment, ClientError> {
+        let join = JoinConsumerGroup {
+            stream_id: Identifier::Numeric(stream_id),
+            topic_id: Identifier::Numeric(topic_id),
+            group_id: Identifier::Numeric(group_id),
+        };
+        self.control(CommandCode::JoinConsumerGroup, &join)?;
+        let sync = SyncConsumerGroup {
+            stream_id: join.stream_id,
+            topic_id: join.topic_id,
+            group_id: join.group_id,
+        };
+        match self.control(CommandCode::SyncConsumerGroup, &sync)? {
+            Reply::SyncConsumerGroup(Some(assignment)) => Ok(assignment),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::SyncConsumerGroup)),
+        }
+    }
+
+    /// The route of a partition: its incarnation goes into every data-plane header (§2.9).
+    pub fn route(
+        &mut self,
+        stream_id: u32,
+        topic_id: u32,
+        partition_id: u32,
+    ) -> Result<PartitionRoute, ClientError> {
+        let body = GetPartitionRoute {
+            stream_id: Identifier::Numeric(stream_id),
+            topic_id: Identifier::Numeric(topic_id),
+            partition_id,
+        };
+        match self.control(CommandCode::GetPartitionRoute, &body)? {
+            Reply::GetPartitionRoute(route) => Ok(route),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::GetPartitionRoute)),
+        }
+    }
+
+    /// Encodes a send of `batch` (one encoded batch record) to an explicit partition.
+    pub fn send_frame(
+        &self,
+        stream_id: u32,
+        topic_id: u32,
+        partition_id: u32,
+        batch: &[u8],
+        messages: u32,
+    ) -> SendFrame {
+        let mut body = Vec::with_capacity(batch.len().saturating_add(64));
+        let mut writer = Writer::new(&mut body, DIALECT);
+        writer.u32(0);
+        Identifier::Numeric(stream_id).encode(&mut writer);
+        Identifier::Numeric(topic_id).encode(&mut writer);
+        Partitioning::PartitionId(partition_id).encode(&mut writer);
+        writer.u32(messages);
+        let metadata_length = u32::try_from(writer.len() - 4).expect("metadata is < 40 bytes");
+        writer.patch_u32(0, metadata_length);
+        writer.bytes(batch);
+        let header = RequestHeader::new(self.client_id, Operation::SendMessages, body.len());
+        let mut bytes = header.as_bytes().to_vec();
+        bytes.extend_from_slice(&body);
+        SendFrame { bytes }
+    }
+
+    /// Sends a prepared frame to the partition of `incarnation` and waits for the ack.
+    pub fn send(&mut self, frame: &mut SendFrame, incarnation: u64) -> Result<(), ClientError> {
+        self.request += 1;
+        let header = frame.header_mut();
+        header.session = U64::new(self.session);
+        header.request = U64::new(self.request);
+        header.partition_incarnation = U64::new(incarnation);
+        let (head, body) = frame.bytes.split_at(HEADER_SIZE);
+        let (stream, request) = (&mut self.stream, self.request);
+        write_frame(stream, head, body)?;
+        self.read_reply(CommandCode::SendMessages, request)
+    }
+
+    /// Polls up to `selector.count` messages; returns how many came back.
+    pub fn poll(
+        &mut self,
+        selector: &PollSelector,
+        context: PartitionContext,
+    ) -> Result<u32, ClientError> {
+        let body = encode_to_vec(selector, DIALECT);
+        self.call(CommandCode::PollMessages, &body, context)?;
+        let polled: PolledMessages<'_> = decode_exact(&self.body, DIALECT)?;
+        Ok(polled.messages_count)
+    }
+
+    /// Encodes `body`, calls, and decodes the reply as the SDK does.
+    fn control<'a, T: Codec<'a>>(
+        &mut self,
+        code: CommandCode,
+        body: &T,
+    ) -> Result<Reply<'_>, ClientError> {
+        let body = encode_to_vec(body, DIALECT);
+        let operation = self.call(code, &body, PartitionContext::default())?;
+        match Reply::decode_body(code, operation, &self.body, DIALECT)? {
+            ReplyOutcome::Ok(reply) => Ok(reply),
+            ReplyOutcome::Refused(status) => Err(ClientError::Refused { code, status }),
+        }
+    }
+
+    /// One bound request: header per §1.7, then the reply into `self.body`.
+    fn call(
+        &mut self,
+        code: CommandCode,
+        body: &[u8],
+        context: PartitionContext,
+    ) -> Result<Operation, ClientError> {
+        self.request += 1;
+        let operation = code.operation();
+        let mut header = RequestHeader::new(self.client_id, operation, body.len());
+        if operation == Operation::NonReplicated {
+            header.code = code.as_u32().into();
+        } else if !operation.is_partition_plane() {
+            // A metadata request is identified by a non-zero id of its own.
+            let id = self.client_id ^ u128::from(self.request).rotate_left(64);
+            header.request_checksum = U128::new(id | 1);
+        }
+        header.session = U64::new(self.session);
+        header.request = U64::new(self.request);
+        header.set_partition_context(context);
+        let request = self.request;
+        self.exchange(code, header.as_bytes(), body, request)?;
+        Ok(operation)
+    }
+
+    fn exchange(
+        &mut self,
+        code: CommandCode,
+        header: &[u8],
+        body: &[u8],
+        request: u64,
+    ) -> Result<(), ClientError> {
+        write_frame(&mut self.stream, header, body)?;
+        self.read_reply(code, request)
+    }
+
+    /// Reads one frame; an eviction or a non-zero status is an error.
+    fn read_reply(&mut self, code: CommandCode, request: u64) -> Result<(), ClientError> {
+        let mut head = [0u8; HEADER_SIZE];
+        self.stream.read_exact(&mut head)?;
+        let prefix = frame_prefix(&head, FRAME_SIZE_MAX_DEFAULT)?;
+        self.body.resize(prefix.body_length(), 0);
+        self.stream.read_exact(&mut self.body)?;
+        if prefix.command == Command::Eviction {
+            let eviction = EvictionHeader::parse(&head)?;
+            return Err(ClientError::Evicted {
+                reason: eviction.reason().map_or(u8::MAX, |reason| reason as u8),
+            });
+        }
+        let reply = ReplyHeader::parse(&head)?;
+        if reply.request.get() != request {
+            return Err(ClientError::RequestMismatch {
+                code,
+                expected: request,
+                got: reply.request.get(),
+            });
+        }
+        match reply.status.get() {
+            0 => Ok(()),
+            status => Err(ClientError::Refused { code, status }),
+        }
+    }
+}
+
+impl SendFrame {
+    /// Frame bytes, header included: what a send puts on the wire.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    fn header_mut(&mut self) -> &mut RequestHeader {
+        use zerocopy::FromBytes;
+        let (header, _body) = RequestHeader::mut_from_prefix(&mut self.bytes)
+            .expect("a send frame starts with the 256-byte header it was built with");
+        header
+    }
+}
+
+/// Writes header and body with one system call when the kernel takes both at once.
+fn write_frame(stream: &mut TcpStream, head: &[u8], body: &[u8]) -> io::Result<()> {
+    let mut slices = [io::IoSlice::new(head), io::IoSlice::new(body)];
+    let mut slices = &mut slices[..];
+    while !slices.is_empty() {
+        let written = stream.write_vectored(slices)?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        io::IoSlice::advance_slices(&mut slices, written);
+    }
+    Ok(())
+}
+
+fn wire_name(name: &str) -> Result<WireName, ClientError> {
+    WireName::new(name).ok_or_else(|| ClientError::Name(name.to_owned()))
+}

@@ -1,0 +1,175 @@
+//! Running a scenario: create the streams, seed them when consumers need data, start one
+//! thread per actor with its own connection, release them together, show progress, collect
+//! results and remove the streams.
+//!
+//! Blocking threads, one per actor, keep the client simple and its cost visible: each actor
+//! has one request in flight, as iggy-bench's actors do, so latency is the request's round trip.
+
+use std::io::Write as _;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::actors::{self, ActorPlan, Target};
+use crate::client::{Client, ClientError};
+use crate::metrics::{ActorKind, ActorResult, Progress, to_f64};
+use crate::options::{Options, Scenario};
+
+/// How often the progress line is redrawn.
+const PROGRESS_PERIOD: Duration = Duration::from_millis(500);
+
+/// A finished run: every actor's result.
+pub struct Run {
+    pub results: Vec<ActorResult>,
+}
+
+/// Runs `options.scenario` against the server and removes its streams afterwards, also when
+/// the run fails.
+pub fn run(options: &Options) -> Result<Run, ClientError> {
+    let mut admin = Client::connect(
+        options.address,
+        &options.username,
+        &options.password,
+        actors::client_id(u32::MAX),
+    )?;
+    let mut targets = Vec::new();
+    let outcome = create_targets(&mut admin, options, &mut targets)
+        .and_then(|()| seed(options, &targets))
+        .and_then(|()| run_actors(options, &targets));
+    for target in &targets {
+        if let Err(error) = admin.delete_stream(target.stream_id) {
+            eprintln!("warning: stream {} not removed: {error}", target.stream_id);
+        }
+    }
+    outcome.map(|results| Run { results })
+}
+
+fn create_targets(
+    admin: &mut Client,
+    options: &Options,
+    targets: &mut Vec<Target>,
+) -> Result<(), ClientError> {
+    let prefix = format!("bench-{}", std::process::id());
+    for index in 0..options.streams {
+        let stream_id = admin.create_stream(&format!("{prefix}-{index}"))?;
+        targets.push(Target {
+            stream_id,
+            topic_id: 0,
+            group_id: None,
+        });
+        let topic_id =
+            admin.create_topic(stream_id, "bench", options.partitions, options.durability)?;
+        let target = targets.last_mut().expect("pushed just above");
+        target.topic_id = topic_id;
+        if options.scenario == Scenario::BalancedConsumerGroup {
+            target.group_id = Some(admin.create_group(stream_id, topic_id)?);
+        }
+    }
+    Ok(())
+}
+
+/// Consumer-only scenarios read data written before the clock starts.
+fn seed(options: &Options, targets: &[Target]) -> Result<(), ClientError> {
+    let batches_per_stream = match options.scenario {
+        Scenario::PinnedConsumer => options.batches,
+        Scenario::BalancedConsumerGroup => {
+            let consumers = u64::from(options.consumers);
+            (options.batches * consumers).div_ceil(u64::from(options.streams))
+        }
+        _ => return Ok(()),
+    };
+    eprintln!(
+        "seeding {} batches into each of {} streams",
+        batches_per_stream,
+        targets.len()
+    );
+    thread::scope(|scope| {
+        let seeders: Vec<_> = targets
+            .iter()
+            .enumerate()
+            .map(|(index, target)| {
+                let index = u32::try_from(index).expect("streams count in a u32");
+                scope.spawn(move || actors::seed(options, *target, index, batches_per_stream))
+            })
+            .collect();
+        seeders
+            .into_iter()
+            .try_for_each(|seeder| seeder.join().expect("a seeder thread does not panic"))
+    })
+}
+
+/// The actors of a scenario.
+fn plans(options: &Options) -> Vec<ActorPlan> {
+    let mut plans = Vec::new();
+    let producer_kind = match options.scenario {
+        Scenario::EndToEndProducingConsumer => ActorKind::ProducingConsumer,
+        _ => ActorKind::Producer,
+    };
+    for index in 0..options.producing_actors() {
+        plans.push(ActorPlan {
+            kind: producer_kind,
+            index,
+        });
+    }
+    for index in 0..options.consuming_actors() {
+        plans.push(ActorPlan {
+            kind: ActorKind::Consumer,
+            index,
+        });
+    }
+    plans
+}
+
+fn run_actors(options: &Options, targets: &[Target]) -> Result<Vec<ActorResult>, ClientError> {
+    let plans = plans(options);
+    let barrier = Barrier::new(plans.len() + 1);
+    let progress = Progress::default();
+    let finished = AtomicU32::new(0);
+    thread::scope(|scope| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|plan| {
+                let (barrier, progress, finished) = (&barrier, &progress, &finished);
+                scope.spawn(move || {
+                    let result = actors::run(options, targets, *plan, barrier, progress);
+                    finished.fetch_add(1, Ordering::Release);
+                    result
+                })
+            })
+            .collect();
+        barrier.wait();
+        show_progress(options, &progress, &finished, plans.len());
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("an actor thread does not panic"))
+            .collect()
+    })
+}
+
+/// Redraws one line on stderr until every actor is done.
+fn show_progress(options: &Options, progress: &Progress, finished: &AtomicU32, actors: usize) {
+    let start = Instant::now();
+    let actors = u32::try_from(actors).expect("actor count fits a u32");
+    let expected = options.batch_payload_bytes()
+        * options.batches
+        * u64::from(options.producing_actors() + options.consuming_actors());
+    let mut stderr = std::io::stderr();
+    while finished.load(Ordering::Acquire) < actors {
+        thread::sleep(PROGRESS_PERIOD);
+        let bytes = progress.payload_bytes.load(Ordering::Relaxed);
+        let messages = progress.messages.load(Ordering::Relaxed);
+        let seconds = start.elapsed().as_secs_f64();
+        let _ = write!(
+            stderr,
+            "\r{:>6.1} s  {:>9.1} MB  {:>8.1} MB/s  {:>10.0} msg/s  {:>5.1} %   ",
+            seconds,
+            to_f64(bytes) / 1e6,
+            to_f64(bytes) / 1e6 / seconds,
+            to_f64(messages) / seconds,
+            100.0 * to_f64(bytes) / to_f64(expected.max(1)),
+        );
+        let _ = stderr.flush();
+    }
+    let _ = writeln!(stderr);
+}
