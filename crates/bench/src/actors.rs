@@ -23,6 +23,8 @@ const EMPTY_POLL_PAUSE: Duration = Duration::from_micros(200);
 const STATUS_NOT_OWNED: u32 = 5009;
 
 /// A stream the run created, with its topic (and group, for the group scenario).
+// The names are the protocol's (`stream_id`, `topic_id`, `group_id`).
+#[allow(clippy::struct_field_names)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Target {
     pub(crate) stream_id: u32,
@@ -73,12 +75,22 @@ pub(crate) fn run(
     let mut recorder = Recorder::new(plan.kind, plan.index, started);
     match plan.kind {
         ActorKind::Producer => produce(options, &mut client, &mut lanes, &mut recorder, progress),
-        ActorKind::ProducingConsumer => {
-            produce_and_consume(options, &mut client, target, &mut lanes, &mut recorder, progress)
-        }
-        ActorKind::Consumer => {
-            consume(options, &mut client, target, &mut lanes, &mut recorder, progress)
-        }
+        ActorKind::ProducingConsumer => produce_and_consume(
+            options,
+            &mut client,
+            target,
+            &mut lanes,
+            &mut recorder,
+            progress,
+        ),
+        ActorKind::Consumer => consume(
+            options,
+            &mut client,
+            target,
+            &mut lanes,
+            &mut recorder,
+            progress,
+        ),
     }?;
     Ok(recorder.finish(Instant::now()))
 }
@@ -179,7 +191,7 @@ fn batch(options: &Options) -> (Vec<u8>, u32) {
         .collect();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| crate::metrics::duration_us(elapsed));
+        .map_or(0, crate::metrics::duration_us);
     let messages: Vec<OutgoingMessage<'_>> = (0..options.messages_per_batch)
         .map(|index| OutgoingMessage {
             id: u128::from(index) + 1,
@@ -327,7 +339,11 @@ fn stalled(
 }
 
 /// The group's current assignment, as fresh lanes reading from the stored offsets.
-fn resync(options: &Options, client: &mut Client, target: Target) -> Result<Vec<Lane>, ClientError> {
+fn resync(
+    options: &Options,
+    client: &mut Client,
+    target: Target,
+) -> Result<Vec<Lane>, ClientError> {
     let group_id = target.group_id.expect("only group members resync");
     let assignment = client.join_group(target.stream_id, target.topic_id, group_id)?;
     let mut lanes = lanes(options, client, target, &assignment.partition_ids, false)?;
@@ -345,26 +361,23 @@ fn poll_lane(
     index: u32,
 ) -> Result<u32, ClientError> {
     let count = options.messages_per_batch;
-    let polled = match target.group_id {
-        Some(group_id) => {
-            let consumer = Consumer {
-                kind: ConsumerKind::ConsumerGroup,
-                id: Identifier::Numeric(group_id),
-            };
-            let mut selector = selector(consumer, target, lane, count, true);
-            selector.strategy = PollingStrategy::next();
-            client.poll(&selector, context(lane, lane.generation))?
-        }
-        None => {
-            let consumer = Consumer {
-                kind: ConsumerKind::Consumer,
-                id: Identifier::Numeric(index + 1),
-            };
-            let selector = selector(consumer, target, lane, count, false);
-            let polled = client.poll(&selector_at(&selector, lane.offset), context(lane, 0))?;
-            lane.offset += u64::from(polled);
-            polled
-        }
+    let polled = if let Some(group_id) = target.group_id {
+        let consumer = Consumer {
+            kind: ConsumerKind::ConsumerGroup,
+            id: Identifier::Numeric(group_id),
+        };
+        let mut selector = selector(consumer, target, lane, count, true);
+        selector.strategy = PollingStrategy::next();
+        client.poll(&selector, context(lane, lane.generation))?
+    } else {
+        let consumer = Consumer {
+            kind: ConsumerKind::Consumer,
+            id: Identifier::Numeric(index + 1),
+        };
+        let selector = selector(consumer, target, lane, count, false);
+        let polled = client.poll(&selector_at(&selector, lane.offset), context(lane, 0))?;
+        lane.offset += u64::from(polled);
+        polled
     };
     lane.exhausted = polled == 0;
     Ok(polled)

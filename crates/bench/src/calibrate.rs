@@ -176,5 +176,8 @@ fn disk_direct(path: &PathBuf, batch_bytes: usize, batches: u64) -> io::Result<f
         file.write_all(buffer)?;
     }
     file.sync_data()?;
-    Ok(rate(u64::try_from(length).unwrap_or(u64::MAX) * batches, started))
+    Ok(rate(
+        u64::try_from(length).unwrap_or(u64::MAX) * batches,
+        started,
+    ))
 }

@@ -31,7 +31,9 @@ impl Frame {
     }
 
     fn y(&self, value: f64) -> f64 {
-        HEIGHT - MARGIN_BOTTOM - (HEIGHT - MARGIN_TOP - MARGIN_BOTTOM) * value / self.y_max.max(1e-9)
+        HEIGHT
+            - MARGIN_BOTTOM
+            - (HEIGHT - MARGIN_TOP - MARGIN_BOTTOM) * value / self.y_max.max(1e-9)
     }
 }
 
@@ -39,12 +41,14 @@ impl Frame {
 pub fn latency_over_time(title: &str, results: &[ActorResult]) -> String {
     let end_us = results
         .iter()
-        .flat_map(|result| result.series.last().map(|(at, _)| *at))
+        .filter_map(|result| result.series.last().map(|(at, _)| *at))
         .max()
         .unwrap_or(1)
         .max(1);
-    let bucketed: Vec<Vec<(f64, f64, f64)>> =
-        results.iter().map(|result| buckets(&result.series, end_us)).collect();
+    let bucketed: Vec<Vec<(f64, f64, f64)>> = results
+        .iter()
+        .map(|result| buckets(&result.series, end_us))
+        .collect();
     let y_max = bucketed
         .iter()
         .flatten()
@@ -61,7 +65,12 @@ pub fn latency_over_time(title: &str, results: &[ActorResult]) -> String {
         let maxes: Vec<(f64, f64)> = points.iter().map(|(x, _, max)| (*x, *max)).collect();
         polyline(&mut svg, &frame, &maxes, color, 0.25);
         polyline(&mut svg, &frame, &means, color, 1.0);
-        legend(&mut svg, index, color, &format!("{} (mean; faint: max)", result.label()));
+        legend(
+            &mut svg,
+            index,
+            color,
+            &format!("{} (mean; faint: max)", result.label()),
+        );
     }
     svg.push_str("</svg>\n");
     svg
@@ -72,7 +81,9 @@ fn buckets(series: &[(u64, u64)], end_us: u64) -> Vec<(f64, f64, f64)> {
     let mut sums = vec![(0u64, 0u64, 0u64); BUCKETS];
     let width = end_us.div_ceil(BUCKETS as u64).max(1);
     for &(at, latency) in series {
-        let index = usize::try_from(at / width).unwrap_or(BUCKETS - 1).min(BUCKETS - 1);
+        let index = usize::try_from(at / width)
+            .unwrap_or(BUCKETS - 1)
+            .min(BUCKETS - 1);
         let bucket = &mut sums[index];
         bucket.0 += latency;
         bucket.1 += 1;
@@ -83,7 +94,11 @@ fn buckets(series: &[(u64, u64)], end_us: u64) -> Vec<(f64, f64, f64)> {
         .filter(|(_, (_, count, _))| *count > 0)
         .map(|(index, (sum, count, max))| {
             let x = to_f64(u64::try_from(index).unwrap_or(0) * width) / 1e6;
-            (x, to_f64(*sum) / to_f64(*count) / 1000.0, to_f64(*max) / 1000.0)
+            (
+                x,
+                to_f64(*sum) / to_f64(*count) / 1000.0,
+                to_f64(*max) / 1000.0,
+            )
         })
         .collect()
 }

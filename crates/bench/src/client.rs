@@ -83,6 +83,8 @@ impl Durability {
 }
 
 /// One logged-in connection.
+// `client_id` is the protocol's name for the header field.
+#[allow(clippy::struct_field_names)]
 pub struct Client {
     stream: TcpStream,
     client_id: u128,
@@ -107,8 +109,8 @@ impl Client {
         client_id: u128,
     ) -> Result<Self, ClientError> {
         assert_ne!(client_id, 0, "the protocol forbids client id 0");
-        let stream =
-            TcpStream::connect(address).map_err(|source| ClientError::Connect { address, source })?;
+        let stream = TcpStream::connect(address)
+            .map_err(|source| ClientError::Connect { address, source })?;
         stream.set_nodelay(true)?;
         let mut client = Self {
             stream,
@@ -118,16 +120,24 @@ impl Client {
             body: Vec::new(),
         };
         client.login(username, password)?;
-        client.call(CommandCode::GetClusterMetadata, &[], PartitionContext::default())?;
+        client.call(
+            CommandCode::GetClusterMetadata,
+            &[],
+            PartitionContext::default(),
+        )?;
         Ok(client)
     }
 
     fn login(&mut self, username: &str, password: &str) -> Result<(), ClientError> {
         let body = LoginRegister {
             version: VersionPrefix::rust_sdk(DIALECT),
-            bind_secret: BindSecret(self.client_id.to_le_bytes().repeat(2).try_into().expect(
-                "two 16-byte halves make the 32-byte secret",
-            )),
+            bind_secret: BindSecret(
+                self.client_id
+                    .to_le_bytes()
+                    .repeat(2)
+                    .try_into()
+                    .expect("two 16-byte halves make the 32-byte secret"),
+            ),
             username: wire_name(username)?,
             password: Secret::new(password).ok_or_else(|| ClientError::Name("password".into()))?,
             context: String::new(),
@@ -206,7 +216,9 @@ impl Client {
         };
         match self.control(CommandCode::CreateConsumerGroup, &body)? {
             Reply::CreateConsumerGroup(details) => Ok(details.group.id),
-            _ => Err(ClientError::UnexpectedReply(CommandCode::CreateConsumerGroup)),
+            _ => Err(ClientError::UnexpectedReply(
+                CommandCode::CreateConsumerGroup,
+            )),
         }
     }
 

@@ -74,17 +74,28 @@ pub fn run(options: &Options) -> Result<Outcome, BenchError> {
         None
     };
     if let Some(calibration) = &calibration {
-        println!("{}", report.calibration_table(calibration, options.durability));
+        println!(
+            "{}",
+            report.calibration_table(calibration, options.durability)
+        );
     }
     let name = options.scenario.name();
     let json_path = options.output.join(format!("{name}.json"));
     write(&json_path, &report.json(options, calibration.as_ref()))?;
     let title = format!("{name}: latency over time");
     let svg = chart::latency_over_time(&title, &run.results);
-    write(&options.output.join(format!("{name}-latency-over-time.svg")), &svg)?;
+    write(
+        &options.output.join(format!("{name}-latency-over-time.svg")),
+        &svg,
+    )?;
     let title = format!("{name}: latency distribution");
     let svg = chart::latency_distribution(&title, &run.results);
-    write(&options.output.join(format!("{name}-latency-distribution.svg")), &svg)?;
+    write(
+        &options
+            .output
+            .join(format!("{name}-latency-distribution.svg")),
+        &svg,
+    )?;
     eprintln!("wrote {} and its charts", json_path.display());
     Ok(Outcome {
         report,

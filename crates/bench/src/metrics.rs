@@ -111,7 +111,8 @@ impl Recorder {
         let end = Instant::now();
         let latency = duration_us(end - begin).clamp(1, LATENCY_US_MAX);
         self.histogram.saturating_record(latency);
-        self.series.push((duration_us(begin - self.started), latency));
+        self.series
+            .push((duration_us(begin - self.started), latency));
         self.payload_bytes += payload;
         self.frame_bytes += frame;
         self.messages += messages;

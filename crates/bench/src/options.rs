@@ -223,7 +223,13 @@ impl Raw {
             flag: flag.to_owned(),
             value: value.to_owned(),
         };
-        let count = || value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(invalid);
+        let count = || {
+            value
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(invalid)
+        };
         let options = &mut self.options;
         match flag {
             "--producers" => options.producers = count()?,
@@ -232,7 +238,9 @@ impl Raw {
             "--partitions" => options.partitions = count()?,
             "--message-size" => options.message_size_bytes = count()?,
             "--messages-per-batch" => options.messages_per_batch = count()?,
-            "--batches" => options.batches = value.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?,
+            "--batches" => {
+                options.batches = value.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+            }
             "--total-bytes" => self.total_bytes = Some(parse_size(value).ok_or_else(invalid)?),
             "--rate-limit" => {
                 options.rate_limit_bytes_per_second = Some(parse_size(value).ok_or_else(invalid)?);
@@ -245,8 +253,8 @@ impl Raw {
                 };
             }
             "--address" => options.address = value.parse().map_err(|_error| invalid())?,
-            "--username" => options.username = value.to_owned(),
-            "--password" => options.password = value.to_owned(),
+            "--username" => value.clone_into(&mut options.username),
+            "--password" => value.clone_into(&mut options.password),
             "--output" => options.output = PathBuf::from(value),
             "--calibrate-dir" => options.calibrate_dir = Some(PathBuf::from(value)),
             _ => return Err(OptionsError::Unknown(flag.to_owned())),
@@ -257,7 +265,10 @@ impl Raw {
     /// Streams default to one per actor when pinned; `--total-bytes` becomes batches per actor.
     fn resolve(self) -> Options {
         let mut options = self.options;
-        let actors = options.producing_actors().max(options.consuming_actors()).max(1);
+        let actors = options
+            .producing_actors()
+            .max(options.consuming_actors())
+            .max(1);
         options.streams = self.streams.unwrap_or(if options.scenario.is_pinned() {
             actors
         } else {
@@ -274,7 +285,9 @@ impl Raw {
 /// `1GiB`, `512MB`, `100KB`, `4096`.
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let number: u64 = number.parse().ok()?;
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -330,7 +343,10 @@ mod tests {
         let balanced = parse(&["balanced-producer", "--producers", "8"]).unwrap();
         assert_eq!(balanced.streams, 1);
         assert_eq!(parse(&[]), Err(OptionsError::MissingScenario));
-        assert!(matches!(parse(&["pinned"]), Err(OptionsError::UnknownScenario(_))));
+        assert!(matches!(
+            parse(&["pinned"]),
+            Err(OptionsError::UnknownScenario(_))
+        ));
         assert!(matches!(
             parse(&["pinned-consumer", "--batches", "0"]),
             Err(OptionsError::Invalid { .. })

@@ -46,7 +46,11 @@ impl Report {
             let _ = write!(text, " {name:>8}");
         }
         text.push_str("      max (ms)\n");
-        for summary in self.actors.iter().chain(self.aggregates.iter().map(|(_, s)| s)) {
+        for summary in self
+            .actors
+            .iter()
+            .chain(self.aggregates.iter().map(|(_, s)| s))
+        {
             let _ = write!(
                 text,
                 "{:<24} {:>9.1} {:>11.0} {:>9}",
@@ -88,7 +92,10 @@ impl Report {
                 summary.label,
                 summary.frame_megabytes_per_second,
                 percent(summary.frame_megabytes_per_second, calibration.tcp_stream),
-                percent(summary.frame_megabytes_per_second, calibration.tcp_request_reply),
+                percent(
+                    summary.frame_megabytes_per_second,
+                    calibration.tcp_request_reply
+                ),
                 if *kind == ActorKind::Consumer {
                     String::new()
                 } else {
@@ -103,11 +110,7 @@ impl Report {
         text
     }
 
-    pub fn json(
-        &self,
-        options: &Options,
-        calibration: Option<&Calibration>,
-    ) -> String {
+    pub fn json(&self, options: &Options, calibration: Option<&Calibration>) -> String {
         let mut text = String::from("{\n");
         let _ = writeln!(text, "  \"scenario\": \"{}\",", options.scenario.name());
         let _ = writeln!(
@@ -129,15 +132,27 @@ impl Report {
             options.durability.as_str(),
         );
         let actors: Vec<String> = self.actors.iter().map(summary_json).collect();
-        let _ = writeln!(text, "  \"actors\": [\n    {}\n  ],", actors.join(",\n    "));
+        let _ = writeln!(
+            text,
+            "  \"actors\": [\n    {}\n  ],",
+            actors.join(",\n    ")
+        );
         let aggregates: Vec<String> = self
             .aggregates
             .iter()
             .map(|(kind, summary)| format!("\"{}\": {}", kind.name(), summary_json(summary)))
             .collect();
-        let _ = write!(text, "  \"aggregate\": {{\n    {}\n  }}", aggregates.join(",\n    "));
+        let _ = write!(
+            text,
+            "  \"aggregate\": {{\n    {}\n  }}",
+            aggregates.join(",\n    ")
+        );
         if let Some(calibration) = calibration {
-            let _ = write!(text, ",\n  \"calibration\": {}", calibration_json(calibration));
+            let _ = write!(
+                text,
+                ",\n  \"calibration\": {}",
+                calibration_json(calibration)
+            );
         }
         text.push_str("\n}\n");
         text
