@@ -1,0 +1,99 @@
+//! Runs `iggy bench` scenarios, small and bounded (a few MB), against the built `iggy`
+//! binary started on a free loopback port, so CI covers the benchmark tool end to end: the
+//! protocol client, the actors, the report files and the calibration.
+
+// The helpers are test steps: a failed step is the test failing.
+#![allow(clippy::unwrap_used)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use bench::options::Options;
+
+/// The server process, killed when the test ends.
+struct Server {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(data: &std::path::Path) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let child = Command::new(env!("CARGO_BIN_EXE_iggy"))
+        .arg("--with-default-root-credentials")
+        .env("IGGY_TCP_ADDRESS", address.to_string())
+        .env("IGGY_SYSTEM_PATH", data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(address).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        sleep(Duration::from_millis(20));
+    }
+    Server { child, address }
+}
+
+fn options(scenario: &str, server: &Server, output: &std::path::Path, extra: &[&str]) -> Options {
+    let mut arguments = vec![
+        scenario.to_owned(),
+        "--address".into(),
+        server.address.to_string(),
+        "--message-size".into(),
+        "1000".into(),
+        "--messages-per-batch".into(),
+        "100".into(),
+        "--batches".into(),
+        "20".into(),
+        "--output".into(),
+        output.display().to_string(),
+    ];
+    arguments.extend(extra.iter().map(|argument| (*argument).to_owned()));
+    Options::parse(arguments).unwrap()
+}
+
+#[test]
+fn scenarios_run_and_report() {
+    let data = tempfile::tempdir().unwrap();
+    let output = tempfile::tempdir().unwrap();
+    let server = start(data.path());
+    let producer = options("pinned-producer", &server, output.path(), &["--calibrate"]);
+    let outcome = bench::run(&producer).unwrap();
+    let (_, total) = &outcome.report.aggregates[0];
+    assert_eq!(total.messages, 20 * 100);
+    assert_eq!(total.payload_bytes, 20 * 100 * 1000);
+    assert!(total.megabytes_per_second > 0.0);
+    assert!(outcome.calibration.unwrap().tcp_stream > 0.0);
+    let json = std::fs::read_to_string(&outcome.json_path).unwrap();
+    assert!(json.contains("\"p9999\""));
+    for chart in ["latency-over-time", "latency-distribution"] {
+        let path = output.path().join(format!("pinned-producer-{chart}.svg"));
+        assert!(std::fs::read_to_string(path).unwrap().starts_with("<svg"));
+    }
+    let group = options(
+        "balanced-consumer-group",
+        &server,
+        output.path(),
+        &["--consumers", "2", "--partitions", "2"],
+    );
+    let outcome = bench::run(&group).unwrap();
+    let (_, total) = &outcome.report.aggregates[0];
+    assert_eq!(total.messages, 2 * 20 * 100, "the group reads every seeded message");
+    let end_to_end = options("end-to-end-producing-consumer", &server, output.path(), &[]);
+    let outcome = bench::run(&end_to_end).unwrap();
+    assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
+}
