@@ -92,7 +92,11 @@ fn scenarios_run_and_report() {
     );
     let outcome = bench::run(&group).unwrap();
     let (_, total) = &outcome.report.aggregates[0];
-    assert_eq!(total.messages, 2 * 20 * 100, "the group reads every seeded message");
+    assert_eq!(
+        total.messages,
+        2 * 20 * 100,
+        "the group reads every seeded message"
+    );
     let end_to_end = options("end-to-end-producing-consumer", &server, output.path(), &[]);
     let outcome = bench::run(&end_to_end).unwrap();
     assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
