@@ -100,7 +100,9 @@ async fn read_segment<F: StorageFile>(
     let relative = u32::try_from(cursor.saturating_sub(segment.start_offset)).unwrap_or(u32::MAX);
     let mut entry = lookup_offset(&segment.entries, relative).unwrap_or(0);
     while entry < segment.entries.len() {
-        let (first_entry, end_entry) = (entry, run_end(segment, entry, max_bytes));
+        let wanted_end = *cursor + u64::from(count.saturating_sub(records.messages_count));
+        let end_entry = run_end(segment, entry, max_bytes, wanted_end);
+        let first_entry = entry;
         let position = u64::from(segment.entries[first_entry].position);
         let end = segment
             .entries
@@ -121,12 +123,18 @@ async fn read_segment<F: StorageFile>(
     Ok(false)
 }
 
-/// The entry after the last record of a run starting at `first` that fits one read.
-fn run_end<F>(segment: &Segment<F>, first: usize, max_bytes: u64) -> usize {
+/// The entry after the last record of a run starting at `first` that fits one read: within
+/// the byte budget, and no further than the record holding the last wanted offset
+/// (`wanted_end` is exclusive), so a 1000-message poll never reads megabytes it drops.
+fn run_end<F>(segment: &Segment<F>, first: usize, max_bytes: u64, wanted_end: u64) -> usize {
     let start = u64::from(segment.entries[first].position);
     let limit = max_bytes.min(READ_CHUNK_BYTES_MAX);
     let mut end = first + 1;
     while end < segment.entries.len() {
+        let next_base = segment.start_offset + u64::from(segment.entries[end].relative_offset);
+        if next_base >= wanted_end {
+            break;
+        }
         let after = segment
             .entries
             .get(end + 1)
