@@ -5,6 +5,7 @@
 //! Refusals go through [`Outcome::rejected`]: in the result section for result-framed
 //! operations, in the header `status` for reads, mapped to a code the client's dialect knows.
 
+use proto::commands::Empty;
 use proto::header::{Operation, RequestHeader};
 use proto::{Codec, Dialect, ErrorCode};
 
@@ -54,6 +55,27 @@ impl Call {
         self.user_id
             .and_then(|id| metadata.users.get(&id))
             .ok_or(ErrorCode::Unauthenticated)
+    }
+
+    /// Runs `check` against the metadata as it is now, as the calling user.
+    pub(super) fn validate<T>(
+        &self,
+        server: &Server,
+        check: impl FnOnce(&Metadata, &User) -> Result<T, ErrorCode>,
+    ) -> Result<T, ErrorCode> {
+        let metadata = server.metadata.borrow();
+        self.actor(&metadata)
+            .and_then(|actor| check(&metadata, actor))
+    }
+
+    /// Validates with `check` and commits an op whose reply carries nothing.
+    pub(super) async fn commit_checked(
+        &self,
+        server: &Server,
+        check: impl FnOnce(&Metadata, &User) -> Result<MetadataOp, ErrorCode>,
+    ) -> Outcome {
+        let op = self.validate(server, check);
+        self.commit(server, op, |_, _| Some(Empty)).await
     }
 
     /// Commits the validated `op` and answers with what `payload` builds from the metadata

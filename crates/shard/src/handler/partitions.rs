@@ -36,12 +36,10 @@ pub(crate) async fn handle(
             call.commit(server, op, |_, _| Some(Empty)).await
         }
         Request::DeletePartitions(delete) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::delete_partitions(&metadata, actor, &delete))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::delete_partitions(metadata, actor, &delete)
+            })
+            .await
         }
         Request::DeleteSegments(delete) => delete_segments(server, call, &delete).await,
         _ => call.reject(server, ErrorCode::InvalidCommand),

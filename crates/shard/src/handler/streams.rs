@@ -51,11 +51,9 @@ pub(crate) async fn handle(
             }
         }
         Request::CreateStream(create) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::create_stream(&metadata, actor, &create, now_us()))
-            };
+            let op = call.validate(server, |metadata, actor| {
+                validate::create_stream(metadata, actor, &create, now_us())
+            });
             let id = match &op {
                 Ok(MetadataOp::CreateStream { id, .. }) => *id,
                 _ => 0,
@@ -67,20 +65,16 @@ pub(crate) async fn handle(
             .await
         }
         Request::DeleteStream(delete) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::delete_stream(&metadata, actor, &delete))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::delete_stream(metadata, actor, &delete)
+            })
+            .await
         }
         Request::UpdateStream(update) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::update_stream_legacy(&metadata, actor, &update))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::update_stream_legacy(metadata, actor, &update)
+            })
+            .await
         }
         Request::PurgeStream(purge) => purge_stream(server, call, &purge).await,
         _ => call.reject(server, ErrorCode::InvalidCommand),

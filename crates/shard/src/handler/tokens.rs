@@ -4,7 +4,6 @@
 //! its hash); the clear text is answered once and never stored.
 
 use proto::ErrorCode;
-use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::session::Secret;
 use proto::commands::tokens::{CreatePersonalAccessToken, RawPersonalAccessToken};
@@ -34,12 +33,10 @@ pub(crate) async fn handle(
         }
         Request::CreatePersonalAccessToken(create) => create_token(server, call, &create).await,
         Request::DeletePersonalAccessToken(delete) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::delete_token(actor, &delete))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |_metadata, actor| {
+                validate::delete_token(actor, &delete)
+            })
+            .await
         }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }

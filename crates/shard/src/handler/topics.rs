@@ -46,12 +46,10 @@ pub(crate) async fn handle(
             .await
         }
         Request::DeleteTopic(delete) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::delete_topic(&metadata, actor, &delete))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::delete_topic(metadata, actor, &delete)
+            })
+            .await
         }
         Request::UpdateTopic(update) => {
             let op = {

@@ -6,7 +6,6 @@
 //! Passwords are hashed (argon2id) inside validation, after every other check passed.
 
 use proto::ErrorCode;
-use proto::commands::Empty;
 use proto::commands::Request;
 use proto::header::RequestHeader;
 
@@ -44,36 +43,28 @@ pub(crate) async fn handle(
             .await
         }
         Request::DeleteUser(delete) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::delete_user(&metadata, actor, &delete))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::delete_user(metadata, actor, &delete)
+            })
+            .await
         }
         Request::UpdateUser(update) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::update_user_legacy(&metadata, actor, &update))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::update_user_legacy(metadata, actor, &update)
+            })
+            .await
         }
         Request::UpdatePermissions(update) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::update_permissions(&metadata, actor, &update))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::update_permissions(metadata, actor, &update)
+            })
+            .await
         }
         Request::ChangePassword(change) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata)
-                    .and_then(|actor| validate::change_password(&metadata, actor, &change, hash))
-            };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::change_password(metadata, actor, &change, hash)
+            })
+            .await
         }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
