@@ -53,7 +53,23 @@ impl DecodeError {
     }
 
     /// The Iggy status code a server answers this refusal with (PROTOCOL.md §5.5, §6).
-    pub const fn status(&self) -> ErrorCode {
+    pub fn status(&self) -> ErrorCode {
+        match (self.kind, self.field) {
+            (DecodeErrorKind::InvalidLength { length: 0, .. }, "frame.payload_length") => {
+                ErrorCode::InvalidMessagePayloadLength
+            }
+            (DecodeErrorKind::InvalidLength { .. }, "frame.payload_length") => {
+                ErrorCode::TooBigMessagePayload
+            }
+            (
+                DecodeErrorKind::InvalidLength { .. },
+                "frame.user_headers_length" | "user_headers",
+            ) => ErrorCode::TooBigUserHeaders,
+            _ => self.status_of_kind(),
+        }
+    }
+
+    const fn status_of_kind(&self) -> ErrorCode {
         match self.kind {
             DecodeErrorKind::MessageChecksum => ErrorCode::InvalidMessageChecksum,
             DecodeErrorKind::BatchChecksum => ErrorCode::InvalidBatchChecksum,

@@ -34,6 +34,9 @@ pub struct Records {
     pub messages_count: u32,
     /// Offset of the last returned message.
     pub last_offset: Option<u64>,
+    /// The byte budget, not the count or the end of the log, ended the read: waiting for
+    /// more messages cannot make this reply bigger.
+    pub byte_budget_reached: bool,
 }
 
 impl<S: Storage> PartitionLog<S> {
@@ -202,6 +205,7 @@ fn push_record(
     };
     let over_budget = records.bytes.len() as u64 + length as u64 > max_bytes;
     if over_budget && !records.bytes.is_empty() {
+        records.byte_budget_reached = true;
         return true;
     }
     if whole {
@@ -214,6 +218,7 @@ fn push_record(
     records.messages_count += taken;
     *cursor = base + skip + take;
     records.last_offset = Some(*cursor - 1);
+    records.byte_budget_reached |= over_budget;
     records.messages_count >= count || over_budget
 }
 

@@ -115,6 +115,9 @@ fn byte_budget_keeps_the_first_record_whole() {
     }
     let small = run(log.read(ReadStart::First, 100, 10)).unwrap();
     assert_eq!(small.messages_count, 2);
+    assert!(small.byte_budget_reached);
+    let everything = run(log.read(ReadStart::First, 100, u64::MAX)).unwrap();
+    assert!(!everything.byte_budget_reached);
     let two = run(log.read(ReadStart::First, 100, 2 * length)).unwrap();
     assert_eq!(two.messages_count, 4);
 }

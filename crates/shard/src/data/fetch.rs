@@ -110,14 +110,14 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             targets.push(FetchTargetPlan {
                 partition_id: target.partition_id,
                 plan,
-                max_bytes: u64::from(target.max_bytes),
+                max_bytes: u64::from(target.max_bytes).min(super::REPLY_RECORD_BYTES_MAX),
             });
         }
         Ok(FetchPlan {
             targets,
             min_count: request.min_count,
             count: request.count,
-            max_bytes: u64::from(request.max_bytes),
+            max_bytes: u64::from(request.max_bytes).min(super::REPLY_RECORD_BYTES_MAX),
             wait_us: request.wait_us,
         })
     }

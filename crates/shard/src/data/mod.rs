@@ -92,6 +92,11 @@ struct Entry {
     handle: PartitionHandle,
 }
 
+/// Record bytes one poll or fetch reply may carry beyond its first record (which is
+/// always returned whole): caps the `max_bytes` a client asks for, so one request cannot
+/// make the shard read gigabytes or build a frame past the protocol's `u32` size.
+pub const REPLY_RECORD_BYTES_MAX: u64 = 16 << 20;
+
 /// Every partition of the shard and every consumer group's live state.
 #[derive(Debug)]
 pub struct DataPlane<S: Storage = CompioStorage> {

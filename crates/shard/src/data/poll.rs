@@ -261,7 +261,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let appended = plan.handle.appended();
             let records = read(plan, plan.count, plan.max_bytes).await?;
             let now = Instant::now();
-            if records.messages_count >= min_count || now >= deadline || cancel.is_cancelled() {
+            let full = records.messages_count >= min_count || records.byte_budget_reached;
+            if full || now >= deadline || cancel.is_cancelled() {
                 return finish(plan, records).await;
             }
             race(vec![

@@ -21,7 +21,7 @@ use crate::outcome::Outcome;
 use crate::server::Server;
 
 /// Budget of a `POLL_MESSAGES` (100) reply, which carries none of its own.
-const POLL_BYTES_DEFAULT: u64 = 16 << 20;
+const POLL_BYTES_DEFAULT: u64 = crate::data::REPLY_RECORD_BYTES_MAX;
 
 /// Wall-clock µs since the epoch, for append stamps and group heartbeats.
 pub(crate) fn now_us() -> u64 {
@@ -102,7 +102,7 @@ pub(crate) async fn handle(
                 client_id,
                 dialect,
                 context,
-                max_bytes: u64::from(deferred.max_bytes),
+                max_bytes: u64::from(deferred.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX),
                 now_us: now_us(),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));

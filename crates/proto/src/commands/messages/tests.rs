@@ -427,3 +427,23 @@ fn fetched_round_trip(
     prop_assert_eq!(decoded, fetched);
     Ok(())
 }
+
+#[test]
+fn send_refusals_carry_the_protocols_payload_codes() {
+    let mut body = send_body(&hello_batch());
+    // payload_length of the only frame, 26 (batch start) + 256 + 36.
+    let at = 26 + 256 + 36;
+    for (length, code) in [
+        (0_u32, crate::ErrorCode::InvalidMessagePayloadLength),
+        (64_000_001, crate::ErrorCode::TooBigMessagePayload),
+    ] {
+        body[at..at + 4].copy_from_slice(&length.to_le_bytes());
+        let error = decode_exact::<SendMessages<'_>>(&body, Dialect::V0_12_2).unwrap_err();
+        assert_eq!(error.status(), code, "payload length {length}");
+    }
+    let mut body = send_body(&hello_batch());
+    let headers_at = 26 + 256 + 32;
+    body[headers_at..headers_at + 4].copy_from_slice(&100_001_u32.to_le_bytes());
+    let error = decode_exact::<SendMessages<'_>>(&body, Dialect::V0_12_2).unwrap_err();
+    assert_eq!(error.status(), crate::ErrorCode::TooBigUserHeaders);
+}
