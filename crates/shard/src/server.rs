@@ -198,6 +198,17 @@ impl Server {
     /// Periodic work at `now_us`: consumer-group heartbeat eviction and hand-off timeouts.
     /// The runtime calls it every half heartbeat interval.
     pub fn tick(&self, now_us: u64) {
+        let attached: std::collections::HashSet<u128> = self
+            .clients
+            .borrow()
+            .values()
+            .filter_map(|client| client.client_id)
+            .collect();
+        let expired = self.sessions.borrow_mut().expire(now_us, &attached);
+        for client_id in expired {
+            log::info!("session of client {client_id:#x} ended: no connection for 60 s");
+            self.data.leave_all_groups(client_id, now_us);
+        }
         for (group, client_id) in self.data.tick_groups(now_us) {
             log::info!(
                 "group {}/{}/{}: evicted silent member {client_id:#x}",
@@ -294,6 +305,16 @@ impl Server {
         let commit = self.commit_number();
         if operation == Operation::Register {
             return handler::session::login(self, connection, header, body);
+        }
+        if let Some(bound) = connection.session
+            && !self
+                .sessions
+                .borrow()
+                .is_live(bound.client_id, bound.session)
+        {
+            // The session ended elsewhere (a logout on another link, or expiry): §2.6.
+            connection.session = None;
+            return Outcome::Evict(EvictionReason::NoSession);
         }
         let code = header.code().and_then(CommandCode::from_u32);
         if connection.session.is_none()

@@ -5,13 +5,18 @@
 //! high part of idempotent-producer ids). A retried Register of the same client id with the
 //! same bind secret and user gets the session it already has.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use proto::commands::session::BindSecret;
 
 /// Session numbers are below this: `producer_id = session << 20 | index` must fit in u64
 /// with room to spare, and the SDK checks the bound.
 pub const SESSION_LIMIT: u64 = 1 << 43;
+
+/// How long a session outlives its last connection, so a client that lost its link can
+/// `BIND_SESSION` back; after it, the session ends as if the client had logged out (the SDK's
+/// `shutdown()` closes without a logout, and every new client id registers a new session).
+pub const DETACHED_GRACE_US: u64 = 60_000_000;
 
 /// One live session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +43,8 @@ pub struct Sessions {
     /// The number the next new session gets.
     next: u64,
     by_client: HashMap<u128, SessionRecord>,
+    /// Since when (µs) each session has had no connection bound to it.
+    detached_since: HashMap<u128, u64>,
 }
 
 impl Sessions {
@@ -48,6 +55,7 @@ impl Sessions {
         Self {
             next: first.clamp(1, SESSION_LIMIT - 1),
             by_client: HashMap::new(),
+            detached_since: HashMap::new(),
         }
     }
 
@@ -96,7 +104,36 @@ impl Sessions {
 
     /// Ends the session of `client_id` (logout); a no-op if it holds none.
     pub fn end(&mut self, client_id: u128) -> Option<SessionRecord> {
+        self.detached_since.remove(&client_id);
         self.by_client.remove(&client_id)
+    }
+
+    /// Whether `client_id` still holds `session`: a connection bound to a session that was
+    /// ended elsewhere (a logout on another link, expiry) must not act on it.
+    pub fn is_live(&self, client_id: u128, session: u64) -> bool {
+        self.by_client
+            .get(&client_id)
+            .is_some_and(|record| record.session == session)
+    }
+
+    /// Ends the sessions no connection in `attached` has been bound to for longer than
+    /// [`DETACHED_GRACE_US`] at `now_us`; returns their client ids.
+    pub fn expire(&mut self, now_us: u64, attached: &HashSet<u128>) -> Vec<u128> {
+        let mut expired = Vec::new();
+        for client_id in self.by_client.keys() {
+            if attached.contains(client_id) {
+                self.detached_since.remove(client_id);
+                continue;
+            }
+            let since = *self.detached_since.entry(*client_id).or_insert(now_us);
+            if now_us.saturating_sub(since) > DETACHED_GRACE_US {
+                expired.push(*client_id);
+            }
+        }
+        for client_id in &expired {
+            self.end(*client_id);
+        }
+        expired
     }
 
     pub fn len(&self) -> usize {
@@ -110,9 +147,11 @@ impl Sessions {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use proto::commands::session::BindSecret;
 
-    use super::{RegisterError, SESSION_LIMIT, Sessions};
+    use super::{DETACHED_GRACE_US, RegisterError, SESSION_LIMIT, Sessions};
 
     #[test]
     fn retry_keeps_session_and_new_client_gets_next() {
@@ -143,6 +182,26 @@ mod tests {
         assert_eq!(sessions.bind(9, 0, &BindSecret([2; 32])), None);
         assert_eq!(sessions.end(9), Some(record));
         assert_eq!(sessions.bind(9, 0, &secret), None);
+    }
+
+    #[test]
+    fn detached_sessions_expire_after_the_grace_and_attached_ones_never() {
+        let mut sessions = Sessions::new(1);
+        let secret = BindSecret([3; 32]);
+        let kept = sessions.register(1, 0, secret).unwrap();
+        let dropped = sessions.register(2, 0, secret).unwrap();
+        let attached: HashSet<u128> = [1].into_iter().collect();
+        assert!(sessions.expire(0, &attached).is_empty());
+        assert!(sessions.expire(DETACHED_GRACE_US, &attached).is_empty());
+        assert_eq!(sessions.expire(DETACHED_GRACE_US + 1, &attached), vec![2]);
+        assert!(sessions.is_live(1, kept.session));
+        assert!(!sessions.is_live(2, dropped.session));
+        assert!(
+            sessions
+                .expire(10 * DETACHED_GRACE_US, &attached)
+                .is_empty()
+        );
+        assert!(!sessions.is_live(1, kept.session + 1));
     }
 
     #[test]
