@@ -1,7 +1,9 @@
 //! Consumer offsets 120–122: the requests the SDK encodes decode with
-//! `proto::commands::offsets` (consumers of all three kinds, with and without a partition,
-//! both ack levels); our 20-byte offset reply and the empty store/delete replies (behind the
-//! result section of operations 161/162) decode with the SDK.
+//! `proto::commands::offsets` (every consumer kind of the dialect, with and without a
+//! partition, both ack levels); our 20-byte offset reply and the empty store/delete replies
+//! (behind the result section of operations 161/162) decode with the SDK. The commands are the
+//! same in both dialects but for the consumer kinds (`common::dialect_consumers`), so
+//! `codec-0.11.0/tests/offsets.rs` is a link to this file.
 
 mod common;
 
@@ -41,13 +43,13 @@ impl Target {
 
 fn targets() -> Vec<Target> {
     let named = |text: &str| WireIdentifier::named(text).unwrap();
-    let consumers = [
+    let mut consumers = vec![
         WireConsumer::consumer(WireIdentifier::numeric(1)),
         WireConsumer::consumer(named("reader-7")),
         WireConsumer::consumer_group(WireIdentifier::numeric(0)),
         WireConsumer::consumer_group(named("billing")),
-        WireConsumer::external_group(named("external")),
     ];
+    consumers.extend(common::dialect_consumers());
     let mut targets = Vec::new();
     for consumer in consumers {
         for partition_id in [None, Some(0), Some(u32::MAX)] {

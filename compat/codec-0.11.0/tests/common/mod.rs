@@ -159,3 +159,9 @@ pub fn sample_options() -> Vec<WireOptions> {
         ]),
     ]
 }
+
+/// Consumer kinds only this dialect has: none beyond consumers and groups (0.11.0 has no
+/// external groups).
+pub fn dialect_consumers() -> Vec<iggy_binary_protocol::WireConsumer> {
+    Vec::new()
+}

@@ -143,3 +143,9 @@ pub fn sample_options() -> Vec<WireOptions> {
         ]),
     ]
 }
+
+/// Consumer kinds only this dialect has: external groups (kind 3).
+pub fn dialect_consumers() -> Vec<iggy_binary_protocol::WireConsumer> {
+    let external = iggy_binary_protocol::WireIdentifier::named("external").unwrap();
+    vec![iggy_binary_protocol::WireConsumer::external_group(external)]
+}
