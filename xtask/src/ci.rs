@@ -19,6 +19,9 @@ use crate::{DynError, tidy};
 const CARGO_DENY_VERSION: &str = "0.20.2";
 /// The `iggy` CLI users already have (spec/CLIENTS.md); the integration step drives it.
 const IGGY_CLI_VERSION: &str = "0.14.1-edge.7";
+/// Debian packages the server links against: hwloc for core pinning (`bin/iggy/src/cores.rs`).
+/// `hwlocality-sys` asks `pkg-config --static` for the link flags, which name libudev too.
+const DEBIAN_PACKAGES: [&str; 3] = ["pkg-config", "libhwloc-dev", "libudev-dev"];
 
 #[derive(Debug)]
 struct StepError {
@@ -92,6 +95,7 @@ fn has_cargo_subcommand(sh: &Shell, subcommand: &str) -> bool {
 }
 
 fn install(sh: &Shell) -> Result<(), DynError> {
+    install_hwloc(sh)?;
     if has_cargo_subcommand(sh, "deny") {
         let version = cmd!(sh, "cargo deny --version").read()?;
         println!("{version}: already installed");
@@ -103,6 +107,47 @@ fn install(sh: &Shell) -> Result<(), DynError> {
         .run()?;
     }
     install_iggy_cli(sh)
+}
+
+/// Installs `DEBIAN_PACKAGES` with apt-get when pkg-config cannot find hwloc and libudev,
+/// through `sudo` unless already root.
+fn install_hwloc(sh: &Shell) -> Result<(), DynError> {
+    let found = cmd!(sh, "pkg-config --exists hwloc libudev")
+        .quiet()
+        .ignore_stderr()
+        .run()
+        .is_ok();
+    if found {
+        let version = cmd!(sh, "pkg-config --modversion hwloc").read()?;
+        println!("hwloc {version}: already installed");
+        return Ok(());
+    }
+    let has_apt = cmd!(sh, "apt-get --version")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .is_ok();
+    if !has_apt {
+        let packages = DEBIAN_PACKAGES.join(" ");
+        return Err(format!(
+            "hwloc not found by pkg-config: install {packages} or their equivalents"
+        )
+        .into());
+    }
+    // `sudo` goes first when not root; xshell cannot splat the program name itself.
+    let (program, apt_get): (&str, &[&str]) = if cmd!(sh, "id -u").read()? == "0" {
+        ("apt-get", &[])
+    } else {
+        ("sudo", &["apt-get"])
+    };
+    cmd!(sh, "{program} {apt_get...} update").run()?;
+    cmd!(
+        sh,
+        "{program} {apt_get...} install -y --no-install-recommends {DEBIAN_PACKAGES...}"
+    )
+    .run()?;
+    Ok(())
 }
 
 /// The CLI's binary is called `iggy`, like our server, so it is looked up where
