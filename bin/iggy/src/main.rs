@@ -5,6 +5,14 @@
 mod cli;
 mod compose;
 mod config;
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "for the thread-per-core start-up, not in main.rs yet"
+    )
+)]
+mod cores;
 mod logger;
 mod shard_handler;
 
