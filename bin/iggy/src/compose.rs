@@ -42,19 +42,38 @@ pub(crate) enum BindError {
 pub(crate) struct Listeners {
     #[cfg(feature = "tcp")]
     tcp: Option<transport::tcp::TcpServer>,
+    #[cfg(feature = "tcp")]
+    tcp_config: transport::tcp::TcpConfig,
+}
+
+/// The leader's ends of the channels that hand accepted connections to the other shards.
+pub(crate) struct Handoffs {
+    #[cfg(feature = "tcp")]
+    tcp: Vec<transport::tcp::Handoff>,
+    #[cfg(feature = "tcp")]
+    tcp_connections: transport::tcp::ConnectionCount,
+}
+
+/// What one shard other than the leader serves: the connections handed to it.
+pub(crate) struct Handed {
+    #[cfg(feature = "tcp")]
+    tcp: Option<(transport::tcp::HandoffInbox, transport::tcp::TcpConfig)>,
+    #[cfg(feature = "tcp")]
+    tcp_connections: transport::tcp::ConnectionCount,
 }
 
 impl Listeners {
     /// Binds every enabled listener.
     pub(crate) async fn bind(config: &Config) -> Result<Self, BindError> {
         #[cfg(feature = "tcp")]
+        let tcp_config = transport::tcp::TcpConfig {
+            address: config.tcp_address,
+            connections_max: config.tcp_connections_max,
+            frame_size_max: config.frame_size_max_bytes,
+            in_flight_max: config.tcp_in_flight_max,
+        };
+        #[cfg(feature = "tcp")]
         let tcp = if config.tcp_enabled {
-            let tcp_config = transport::tcp::TcpConfig {
-                address: config.tcp_address,
-                connections_max: config.tcp_connections_max,
-                frame_size_max: config.frame_size_max_bytes,
-                in_flight_max: config.tcp_in_flight_max,
-            };
             Some(transport::tcp::TcpServer::bind(tcp_config).await?)
         } else {
             None
@@ -62,6 +81,8 @@ impl Listeners {
         Ok(Self {
             #[cfg(feature = "tcp")]
             tcp,
+            #[cfg(feature = "tcp")]
+            tcp_config,
         })
     }
 
@@ -74,20 +95,84 @@ impl Listeners {
         0
     }
 
-    /// Serves until `shutdown` completes, then lets in-flight requests finish.
-    pub(crate) async fn serve(self, server: Rc<Server>, shutdown: impl Future<Output = ()>) {
+    /// The hand-off channels to `others` shards besides the leader: the leader's ends, and
+    /// one [`Handed`] per other shard, in shard order.
+    pub(crate) fn handoffs(&self, others: usize) -> (Handoffs, Vec<Handed>) {
+        #[cfg(feature = "tcp")]
+        {
+            let connections = transport::tcp::ConnectionCount::default();
+            let mut senders = Vec::new();
+            let mut handed = Vec::new();
+            for _ in 0..others {
+                let tcp = self.tcp.as_ref().map(|_| {
+                    let (sender, inbox) = transport::tcp::handoff_channel();
+                    senders.push(sender);
+                    (inbox, self.tcp_config)
+                });
+                handed.push(Handed {
+                    tcp,
+                    tcp_connections: std::sync::Arc::clone(&connections),
+                });
+            }
+            let handoffs = Handoffs {
+                tcp: senders,
+                tcp_connections: connections,
+            };
+            (handoffs, handed)
+        }
+        #[cfg(not(feature = "tcp"))]
+        {
+            (Handoffs {}, (0..others).map(|_| Handed {}).collect())
+        }
+    }
+
+    /// Serves on the leader until `shutdown` completes, handing connections round-robin to
+    /// the shards behind `handoffs`; then lets the leader's in-flight requests finish. The
+    /// other shards' [`Handed::serve`] end when this returns.
+    pub(crate) async fn serve(
+        self,
+        server: Rc<Server>,
+        handoffs: Handoffs,
+        shutdown: impl Future<Output = ()>,
+    ) {
         #[cfg(feature = "tcp")]
         if let Some(tcp) = self.tcp {
-            log::info!("tcp: listening on {}", tcp.local_address());
+            log::info!(
+                "tcp: listening on {} ({} shard(s))",
+                tcp.local_address(),
+                handoffs.tcp.len() + 1
+            );
             let handler = Rc::new(crate::shard_handler::ShardHandler {
                 server,
                 transport: shard::TransportKind::Tcp,
             });
-            tcp.serve(handler, shutdown).await;
+            let local =
+                transport::tcp::TcpShard::new(self.tcp_config, handler, handoffs.tcp_connections);
+            tcp.accept(&local, handoffs.tcp, shutdown).await;
+            local.drain().await;
             return;
         }
         log::warn!("no transport is enabled; waiting for a signal to stop");
-        let _ = server;
+        let _ = (server, handoffs);
         shutdown.await;
+    }
+}
+
+impl Handed {
+    /// Serves the connections handed to this shard until the leader stops accepting, then
+    /// lets this shard's in-flight requests finish.
+    pub(crate) async fn serve(self, server: Rc<Server>) {
+        #[cfg(feature = "tcp")]
+        if let Some((inbox, config)) = self.tcp {
+            let handler = Rc::new(crate::shard_handler::ShardHandler {
+                server,
+                transport: shard::TransportKind::Tcp,
+            });
+            let local = transport::tcp::TcpShard::new(config, handler, self.tcp_connections);
+            local.receive(inbox).await;
+            local.drain().await;
+            return;
+        }
+        let _ = server;
     }
 }

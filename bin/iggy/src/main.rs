@@ -1,30 +1,28 @@
 //! `iggy`: the server binary. It reads the flags and configuration, prepares the data
-//! directory, creates the root user on first boot, binds the listeners and serves one shard
-//! on a compio runtime until SIGINT or SIGTERM.
+//! directory, creates the root user on first boot, binds the listeners and serves until
+//! SIGINT or SIGTERM with one shard per configured core: the leader (shard 0) on the main
+//! thread, which accepts connections and hands them round-robin to every shard, and the
+//! others on their own threads ([`shards`]).
 
 mod cli;
 mod compose;
 mod config;
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "for the thread-per-core start-up, not in main.rs yet"
-    )
-)]
 mod cores;
 mod logger;
 mod shard_handler;
+mod shards;
 
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use shard::Server;
+use shard::node::Node;
 use shard::server::ServerInfo;
 
 use crate::cli::Cli;
@@ -64,6 +62,10 @@ enum StartError {
     Open(#[from] shard::server::OpenError),
     #[error("commit the root user (error code {0:?})")]
     Root(proto::ErrorCode),
+    #[error("choose the shards' cores (system.sharding.cpu_allocation)")]
+    Cores(#[source] cores::CoreError),
+    #[error(transparent)]
+    Shard(#[from] shards::ShardStartError),
 }
 
 fn main() -> ExitCode {
@@ -103,8 +105,15 @@ fn start() -> Result<(), StartError> {
     let config = Config::load(config_path.as_deref(), &environment)?;
     prepare_data_directory(&config, cli.fresh)?;
     let root = root_credentials(&cli, &environment)?;
+    let cores = cores::shard_cores(&config.cpu_allocation).map_err(StartError::Cores)?;
+    if config.pin_cores {
+        let leader = *cores
+            .first()
+            .expect("shard_cores never returns an empty list");
+        cores::pin_current_thread(leader).map_err(StartError::Cores)?;
+    }
     let runtime = compio::runtime::Runtime::new().map_err(StartError::Runtime)?;
-    runtime.block_on(run(config, root))
+    runtime.block_on(run(config, root, &cores))
 }
 
 /// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
@@ -177,13 +186,65 @@ fn random_password() -> Result<String, StartError> {
         .collect())
 }
 
-async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
+async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(), StartError> {
     let listeners = compose::Listeners::bind(&config).await?;
-    let info = ServerInfo {
+    let info = server_info(&config, listeners.tcp_port());
+    let (node, inboxes) = Node::new(cores.len());
+    let mut inboxes = inboxes.into_iter();
+    let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
+    let path = config.system_path.clone();
+    let server = Rc::new(Server::open(info.clone(), path.clone(), Arc::clone(&node)).await?);
+    let (inbox_stop, inbox_stopped) = crossfire::oneshot::oneshot::<()>();
+    let inbox_stopped = async move {
+        let _ = inbox_stopped.await;
+    };
+    let leader_inbox =
+        compio::runtime::spawn(leader_inbox.serve(Rc::clone(&server), inbox_stopped));
+    let (handoffs, handed) = listeners.handoffs(cores.len() - 1);
+    let mut running = Vec::with_capacity(cores.len() - 1);
+    let others = inboxes.zip(handed).zip(cores.iter().skip(1)).enumerate();
+    for (offset, ((inbox, handed), &core)) in others {
+        let start = shards::ShardStart {
+            index: offset + 1,
+            core: config.pin_cores.then_some(core),
+            info: info.clone(),
+            metadata: server.metadata.borrow().clone(),
+            root: path.clone(),
+            node: Arc::clone(&node),
+            inbox,
+            handed,
+        };
+        running.push(shards::start(start).await?);
+    }
+    log::info!("{} shard(s) on core(s) {cores:?}", cores.len());
+    ensure_root_user(&server, &root).await?;
+    let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
+    let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
+    listeners
+        .serve(Rc::clone(&server), handoffs, shutdown_signal())
+        .await;
+    drop(ticker);
+    for shard in &mut running {
+        shard.drained().await;
+    }
+    for shard in running {
+        shard.stop();
+    }
+    if let Err(error) = server.close().await {
+        log::error!("closing the partitions failed: {error}");
+    }
+    inbox_stop.send(());
+    let _ = leader_inbox.await;
+    log::info!("stopped");
+    Ok(())
+}
+
+fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
+    ServerInfo {
         cluster_name: config.cluster_name.clone(),
         node_name: config.node_name.clone(),
         node_ip: config.node_ip.clone(),
-        tcp_port: listeners.tcp_port(),
+        tcp_port,
         started_at_us: shard::server::now_us(),
         groups: shard::data::GroupConfig {
             rebalancing_timeout_us: micros(config.rebalancing_timeout),
@@ -194,8 +255,11 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
                 u64::MAX
             },
         },
-    };
-    let server = Rc::new(Server::open(info, config.system_path.clone()).await?);
+    }
+}
+
+/// Commits the root user on first boot and shows a generated password once.
+async fn ensure_root_user(server: &Server, root: &RootCredentials) -> Result<(), StartError> {
     let hash = shard::metadata::auth::hash_password(&root.password)?;
     let created = server.ensure_root_user(&root.username, hash).await;
     if created.map_err(StartError::Root)? {
@@ -207,14 +271,6 @@ async fn run(config: Config, root: RootCredentials) -> Result<(), StartError> {
             );
         }
     }
-    let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
-    let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
-    listeners.serve(Rc::clone(&server), shutdown_signal()).await;
-    drop(ticker);
-    if let Err(error) = server.close().await {
-        log::error!("closing the partitions failed: {error}");
-    }
-    log::info!("stopped");
     Ok(())
 }
 

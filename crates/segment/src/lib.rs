@@ -16,4 +16,6 @@ pub mod offsets;
 #[cfg(feature = "compio")]
 pub mod partition;
 pub mod producers;
+#[cfg(feature = "compio")]
+mod stats_cell;
 pub mod storage;

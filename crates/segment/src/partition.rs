@@ -22,10 +22,7 @@
 //! - a close answers the jobs queued behind it with [`PartitionError::Closed`] (by dropping
 //!   their reply senders) and closes the channel, so later sends fail the same way.
 
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
@@ -38,6 +35,7 @@ use crate::log::{
 };
 use crate::offsets::{ConsumerOffsets, OffsetError, OffsetOwner};
 use crate::producers::{Admission, ProducerTable};
+use crate::stats_cell::StatsCell;
 use crate::storage::Storage;
 
 /// Jobs that may wait in a partition's channel; a full channel makes senders wait
@@ -176,20 +174,31 @@ enum Job {
     },
 }
 
-/// What the task publishes for handles to read without a job.
+/// What the task publishes for handles, on any shard, to read without a job: neither the
+/// task nor a reader ever waits for the other.
 #[derive(Default)]
 struct Shared {
-    stats: Cell<PartitionStats>,
-    offsets: RefCell<BTreeMap<OffsetOwner, u64>>,
+    stats: StatsCell,
+    offsets: papaya::HashMap<OffsetOwner, u64>,
 }
 
-/// A cloneable handle to one partition's task. When every handle is dropped without
-/// [`Self::close`], the task still closes the log, but nobody learns the result.
+/// A cloneable handle to one partition's task, usable from any thread: the jobs travel over
+/// the task's bounded crossfire channel, so a shard reaches a partition another shard owns
+/// the same way it reaches its own. When every handle is dropped without [`Self::close`],
+/// the task still closes the log, but nobody learns the result.
 #[derive(Clone)]
 pub struct PartitionHandle {
     sender: MAsyncTx<mpsc::Array<Job>>,
-    shared: Rc<Shared>,
+    shared: Arc<Shared>,
 }
+
+// Shards hand handles and job results to each other across threads.
+const _: () = {
+    const fn cross_thread<T: Send + Sync>() {}
+    cross_thread::<PartitionHandle>();
+    cross_thread::<Result<Records, PartitionError>>();
+    cross_thread::<AppendReply>();
+};
 
 impl std::fmt::Debug for PartitionHandle {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -210,7 +219,7 @@ struct Task<S: Storage> {
     producers: ProducerTable,
     /// Set by the first failed group sync; see the module invariants.
     poison: Option<Arc<AppendError>>,
-    shared: Rc<Shared>,
+    shared: Arc<Shared>,
     /// Called after every append round, purge and close, so the owner can wake readers
     /// parked until the partition changes.
     on_change: Box<dyn Fn()>,
@@ -238,9 +247,14 @@ impl PartitionHandle {
         let offsets = ConsumerOffsets::load(storage.clone(), &spec.directory)
             .await
             .map_err(PartitionError::LoadOffsets)?;
-        let shared = Rc::new(Shared::default());
+        let shared = Arc::new(Shared::default());
         shared.stats.set(PartitionStats::of(&log));
-        *shared.offsets.borrow_mut() = offsets.iter().collect();
+        {
+            let published = shared.offsets.pin();
+            for (owner, offset) in offsets.iter() {
+                published.insert(owner, offset);
+            }
+        }
         let (sender, receiver) = mpsc::bounded_async(QUEUE_MAX);
         let task = Task {
             storage,
@@ -250,7 +264,7 @@ impl PartitionHandle {
             offsets,
             producers: ProducerTable::new(),
             poison: None,
-            shared: Rc::clone(&shared),
+            shared: Arc::clone(&shared),
             on_change: Box::new(on_change),
         };
         compio::runtime::spawn(task.run()).detach();
@@ -263,16 +277,20 @@ impl PartitionHandle {
 
     /// The stored offset of `owner`, as of the last completed offset write.
     pub fn stored_offset(&self, owner: OffsetOwner) -> Option<u64> {
-        self.shared.offsets.borrow().get(&owner).copied()
+        self.shared.offsets.pin().get(&owner).copied()
     }
 
     /// Every stored offset.
     pub fn stored_offsets(&self) -> Vec<(OffsetOwner, u64)> {
-        let offsets = self.shared.offsets.borrow();
-        offsets
+        let mut offsets: Vec<(OffsetOwner, u64)> = self
+            .shared
+            .offsets
+            .pin()
             .iter()
             .map(|(owner, offset)| (*owner, *offset))
-            .collect()
+            .collect();
+        offsets.sort_unstable();
+        offsets
     }
 
     /// Appends one batch record; `producer` carries the batch's producer section and message
@@ -545,7 +563,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
             .store(owner, offset, self.spec.offsets_durability)
             .await
             .map_err(PartitionError::Offset)?;
-        self.shared.offsets.borrow_mut().insert(owner, offset);
+        self.shared.offsets.pin().insert(owner, offset);
         Ok(())
     }
 
@@ -555,7 +573,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
             .delete(owner)
             .await
             .map_err(PartitionError::Offset)?;
-        self.shared.offsets.borrow_mut().remove(&owner);
+        self.shared.offsets.pin().remove(&owner);
         Ok(existed)
     }
 
@@ -576,7 +594,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
             log.close().await.map_err(PartitionError::Close)?;
         }
         self.offsets.clear().await.map_err(PartitionError::Offset)?;
-        self.shared.offsets.borrow_mut().clear();
+        self.shared.offsets.pin().clear();
         self.producers.clear();
         self.poison = None;
         self.remove_directory().await?;

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod data;
 pub mod handler;
 pub mod metadata;
+pub mod node;
 pub mod outcome;
 pub mod procfs;
 pub mod server;

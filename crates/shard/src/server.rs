@@ -3,12 +3,18 @@
 //! [`Server::handle`] applies the rules every command shares — header validation for the
 //! connection's dialect, what an unauthenticated connection may send (PROTOCOL.md §1.9), body
 //! decoding — and hands the decoded request to its family in [`crate::handler`].
+//!
+//! With several shards ([`crate::node`]), a shard handles the data path itself (send, poll,
+//! fetch and offsets of plain consumers, reads of metadata) against its metadata replica and
+//! the shared partition routes; what changes metadata, sessions or consumer groups, or reads
+//! the groups, is forwarded whole to the leader (shard 0), which answers it with its own
+//! server and hands the connection state back ([`route`]).
 
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::lock::Mutex;
@@ -21,11 +27,14 @@ use proto::{DecodeError, ErrorCode};
 use segment::storage::compio::CompioStorage;
 
 use crate::connection::{Connection, TransportKind};
-use crate::data::{Cancel, DataError, DataPlane, GroupConfig};
+use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
+use crate::node::{LocalFuture, Node, ShardGone};
 use crate::outcome::Outcome;
 use crate::sessions::Sessions;
+
+mod route;
 
 /// The server version reported at login and in stats: the Iggy generation we answer as.
 pub const SERVER_VERSION: &str = "0.9.0";
@@ -62,19 +71,18 @@ pub struct ClientRecord {
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
 #[derive(Debug)]
 pub struct Server {
+    /// The leader's metadata, or this shard's replica of it.
     pub metadata: RefCell<Metadata>,
-    /// `None` keeps metadata in memory only (tests); commits are serialised by the lock,
-    /// which is held across the journal append and the data plane's follow-up.
+    /// The leader's journal; `None` on other shards and for metadata kept in memory only
+    /// (tests). Commits are serialised by the lock, which is held across the journal append,
+    /// the other shards' apply and the data plane's follow-up.
     pub journal: Mutex<Option<Journal<CompioStorage>>>,
     pub data: DataPlane,
+    /// The session table; only the leader's changes (see [`Sessions`]).
     pub sessions: RefCell<Sessions>,
     pub info: ServerInfo,
-    /// Open connections by client number.
-    pub clients: RefCell<BTreeMap<u32, ClientRecord>>,
-    /// Deferred polls and fetches waiting, by (client id, request number), for
-    /// `CANCEL_DEFERRED_REQUEST` (§2.11).
-    parked: RefCell<HashMap<(u128, u64), Rc<Cancel>>>,
-    next_client_number: Cell<u32>,
+    /// What the shards share: routes, live sessions, clients, parked requests, inboxes.
+    pub node: Arc<Node>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -82,12 +90,12 @@ pub struct Server {
 pub struct Parked<'s> {
     server: &'s Server,
     key: (u128, u64),
-    pub cancel: Rc<Cancel>,
+    pub cancel: Arc<Cancel>,
 }
 
 impl Drop for Parked<'_> {
     fn drop(&mut self) {
-        self.server.parked.borrow_mut().remove(&self.key);
+        self.server.node.parked.pin().remove(&self.key);
     }
 }
 
@@ -108,26 +116,68 @@ pub enum OpenError {
     Data(#[from] DataError),
 }
 
+/// A committed op could not be applied on this shard's replica.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("apply to the metadata replica")]
+    Apply(#[from] ApplyError),
+    #[error("open or close the partitions")]
+    Data(#[from] DataError),
+}
+
 impl Server {
     /// A server whose metadata lives only in memory and whose data plane is rooted at
     /// `root`: for tests, and for callers that replay nothing.
     pub fn new(info: ServerInfo, metadata: Metadata, root: PathBuf) -> Self {
+        let (node, _) = Node::new(1);
+        Self::for_shard(info, metadata, root, node, 0)
+    }
+
+    /// Shard `index` of the server whose shards share `node`, starting from `metadata` (the
+    /// leader's state at start-up, for the other shards). Opens no partition.
+    pub fn for_shard(
+        info: ServerInfo,
+        metadata: Metadata,
+        root: PathBuf,
+        node: Arc<Node>,
+        index: usize,
+    ) -> Self {
         let session_seed = info.started_at_us / 1000;
+        let place = ShardPlace {
+            index,
+            count: node.shard_count(),
+        };
+        let routes = Arc::clone(&node.routes);
+        let storage = CompioStorage::new();
         Self {
             metadata: RefCell::new(metadata),
             journal: Mutex::new(None),
-            data: DataPlane::with_storage(CompioStorage::new(), root, info.groups),
-            sessions: RefCell::new(Sessions::new(session_seed)),
+            data: DataPlane::for_shard(storage, root, info.groups, place, routes),
+            sessions: RefCell::new(Sessions::publishing(
+                session_seed,
+                Arc::clone(&node.sessions),
+            )),
             info,
-            clients: RefCell::new(BTreeMap::new()),
-            parked: RefCell::new(HashMap::new()),
-            next_client_number: Cell::new(1),
+            node,
         }
     }
 
-    /// Opens the server on the data directory `root`: replays `metadata/journal.wal` (its
-    /// torn tail truncated) and opens every partition it names.
-    pub async fn open(info: ServerInfo, root: PathBuf) -> Result<Self, OpenError> {
+    /// This shard's place among the server's shards.
+    pub fn place(&self) -> ShardPlace {
+        self.data.place()
+    }
+
+    /// Opens the partitions this shard owns (start-up of a shard other than the leader,
+    /// after [`Self::for_shard`]).
+    pub async fn open_partitions(&self) -> Result<(), DataError> {
+        let snapshot = self.metadata.borrow().clone();
+        self.data.open_all(&snapshot).await
+    }
+
+    /// Opens the leader (or only) shard on the data directory `root`: replays
+    /// `metadata/journal.wal` (its torn tail truncated) and opens the partitions it owns.
+    /// The other shards start from [`Self::metadata`] afterwards.
+    pub async fn open(info: ServerInfo, root: PathBuf, node: Arc<Node>) -> Result<Self, OpenError> {
         let directory = root.join("metadata");
         std::fs::create_dir_all(&directory).map_err(|source| OpenError::Directory {
             path: directory.clone(),
@@ -144,17 +194,50 @@ impl Server {
             ops.len(),
             metadata.commit
         );
-        let server = Self::new(info, metadata, root);
-        let snapshot = server.metadata.borrow().clone();
-        server.data.open_all(&snapshot).await?;
+        let server = Self::for_shard(info, metadata, root, node, 0);
+        server.open_partitions().await?;
         *server.journal.lock().await = Some(journal);
         Ok(server)
     }
 
-    /// Commits one metadata operation: applies it to a copy to prove it applies, appends it
-    /// to the journal (fsynced), applies it, then lets the data plane follow. Returns the new
-    /// commit number.
+    /// Runs `job` on shard `shard` with that shard's server (here, when it is this one) and
+    /// returns its result.
+    pub async fn on_shard<T: Send + 'static>(
+        &self,
+        shard: usize,
+        job: impl for<'s> FnOnce(&'s Server) -> LocalFuture<'s, T> + Send + 'static,
+    ) -> Result<T, ShardGone> {
+        if shard == self.place().index {
+            return Ok(job(self).await);
+        }
+        let (reply, result) = crossfire::oneshot::oneshot();
+        let task: crate::node::ShardTask = Box::new(move |server: &Server| {
+            Box::pin(async move {
+                reply.send(job(server).await);
+            })
+        });
+        self.node.send(shard, task).await?;
+        match result.await {
+            Ok(value) => Ok(value),
+            // The task was dropped unanswered: the shard's runtime ended.
+            Err(crossfire::RecvError) => Err(ShardGone(shard)),
+        }
+    }
+
+    /// Commits one metadata operation on the leader (from any shard): applies it to a copy
+    /// to prove it applies, appends it to the journal (fsynced), applies it, has every other
+    /// shard apply it, then lets the leader's data plane follow. Returns the new commit
+    /// number once every shard has applied it, so a client that is answered reads its write
+    /// on whichever shard serves its next request.
     pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
+        if !self.place().is_leader() {
+            let committed = self
+                .on_shard(0, move |leader| {
+                    Box::pin(async move { leader.commit(op).await })
+                })
+                .await;
+            return committed.unwrap_or(Err(ErrorCode::Error));
+        }
         let mut journal = self.journal.lock().await;
         let mut next = self.metadata.borrow().clone();
         if let Err(error) = next.apply(&op) {
@@ -169,6 +252,7 @@ impl Server {
         }
         let commit = next.commit;
         self.metadata.replace(next.clone());
+        self.replicate(&op).await;
         if let Err(error) = self.data.on_applied(&op, &next).await {
             log::error!("data: following commit {commit} failed: {error}");
             return Err(ErrorCode::Error);
@@ -176,11 +260,47 @@ impl Server {
         Ok(commit)
     }
 
+    /// Has every other shard apply the committed `op`, in commit order (the journal lock is
+    /// held). A shard that fails to follow is logged: its replica no longer matches.
+    async fn replicate(&self, op: &MetadataOp) {
+        let others = (0..self.node.shard_count()).filter(|&shard| shard != self.place().index);
+        let applied = others.map(|shard| {
+            let op = op.clone();
+            async move {
+                let result = self
+                    .on_shard(shard, move |replica| {
+                        Box::pin(async move { replica.apply_committed(&op).await })
+                    })
+                    .await;
+                (shard, result)
+            }
+        });
+        for (shard, result) in futures_util::future::join_all(applied).await {
+            match result {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => log::error!("shard {shard}: following a commit: {error}"),
+                Err(gone) => log::error!("replicating a commit: {gone}"),
+            }
+        }
+    }
+
+    /// Applies an op the leader committed to this shard's replica and opens or closes the
+    /// partitions it owns accordingly.
+    pub async fn apply_committed(&self, op: &MetadataOp) -> Result<(), ReplicaError> {
+        let next = {
+            let mut metadata = self.metadata.borrow_mut();
+            metadata.apply(op)?;
+            metadata.clone()
+        };
+        self.data.on_applied(op, &next).await?;
+        Ok(())
+    }
+
     /// Registers a request about to wait (deferred poll, fetch) so a cancel can end it.
     pub fn park(&self, client_id: u128, request: u64) -> Parked<'_> {
-        let cancel = Rc::new(Cancel::new());
+        let cancel = Arc::new(Cancel::new());
         let key = (client_id, request);
-        self.parked.borrow_mut().insert(key, Rc::clone(&cancel));
+        self.node.parked.pin().insert(key, Arc::clone(&cancel));
         Parked {
             server: self,
             key,
@@ -191,16 +311,17 @@ impl Server {
     /// Cancels the parked request of `client_id` numbered `request`; says whether one was
     /// waiting.
     pub fn cancel_parked(&self, client_id: u128, request: u64) -> bool {
-        let cancel = self.parked.borrow().get(&(client_id, request)).cloned();
+        let cancel = self.node.parked.pin().get(&(client_id, request)).cloned();
         cancel.map(|cancel| cancel.cancel()).is_some()
     }
 
-    /// Periodic work at `now_us`: consumer-group heartbeat eviction and hand-off timeouts.
-    /// The runtime calls it every half heartbeat interval.
+    /// Periodic work at `now_us`: session expiry, consumer-group heartbeat eviction and
+    /// hand-off timeouts. The runtime calls it on the leader every half heartbeat interval.
     pub fn tick(&self, now_us: u64) {
         let attached: std::collections::HashSet<u128> = self
+            .node
             .clients
-            .borrow()
+            .pin()
             .values()
             .filter_map(|client| client.client_id)
             .collect();
@@ -252,21 +373,29 @@ impl Server {
 
     /// Registers a new connection and returns its state.
     pub fn open_connection(&self, address: SocketAddr, transport: TransportKind) -> Connection {
-        let number = self.next_client_number.get();
-        self.next_client_number.set(number.wrapping_add(1).max(1));
+        let number = self.node.next_client_number();
         let record = ClientRecord {
             address,
             transport,
             user_id: None,
             client_id: None,
         };
-        self.clients.borrow_mut().insert(number, record);
+        self.node.clients.pin().insert(number, record);
         Connection::new(number, address, transport)
     }
 
     /// Forgets a closed connection. Its session lives on for a `BIND_SESSION`.
     pub fn close_connection(&self, connection: &Connection) {
-        self.clients.borrow_mut().remove(&connection.client_number);
+        self.node.clients.pin().remove(&connection.client_number);
+    }
+
+    /// Every open connection of every shard, by client number.
+    pub fn clients(&self) -> BTreeMap<u32, ClientRecord> {
+        let clients = self.node.clients.pin();
+        clients
+            .iter()
+            .map(|(number, record)| (*number, record.clone()))
+            .collect()
     }
 
     /// Handles one request frame from `connection`: `header` is the raw 256-byte header
@@ -274,10 +403,10 @@ impl Server {
     pub async fn handle(
         &self,
         connection: &mut Connection,
-        header: &[u8; HEADER_SIZE],
+        raw_header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
-        let header = match RequestHeader::parse(header, connection.dialect) {
+        let header = match RequestHeader::parse(raw_header, connection.dialect) {
             Ok(header) => header,
             Err(error) => {
                 log::warn!(
@@ -288,9 +417,44 @@ impl Server {
                 return Outcome::Evict(header_eviction(&error, bound));
             }
         };
-        let outcome = self.handle_request(connection, header, body).await;
+        let outcome = match route::route(self, connection, header, body) {
+            route::Route::Here => self.handle_request(connection, header, body).await,
+            route::Route::Leader => self.forward(connection, raw_header, body).await,
+        };
         self.note_user(connection);
         outcome
+    }
+
+    /// Has the leader handle the request with a copy of the connection state, then takes
+    /// back what the leader changed (a login's dialect and session).
+    async fn forward(
+        &self,
+        connection: &mut Connection,
+        header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> Outcome {
+        let mut remote = connection.clone();
+        let header = Box::new(*header);
+        let body = body.to_vec();
+        let answered = self
+            .on_shard(0, move |leader| {
+                Box::pin(async move {
+                    let outcome = leader.handle(&mut remote, &header, &body).await;
+                    (outcome, remote)
+                })
+            })
+            .await;
+        match answered {
+            Ok((outcome, remote)) => {
+                connection.dialect = remote.dialect;
+                connection.session = remote.session;
+                outcome
+            }
+            Err(gone) => {
+                log::warn!("client {}: {gone}", connection.client_number);
+                Outcome::Evict(EvictionReason::SessionError)
+            }
+        }
     }
 
     async fn handle_request(
@@ -344,9 +508,19 @@ impl Server {
     }
 
     fn note_user(&self, connection: &Connection) {
-        if let Some(record) = self.clients.borrow_mut().get_mut(&connection.client_number) {
-            record.user_id = connection.user_id();
-            record.client_id = connection.session.map(|session| session.client_id);
+        let user_id = connection.user_id();
+        let client_id = connection.session.map(|session| session.client_id);
+        let clients = self.node.clients.pin();
+        let stale = clients
+            .get(&connection.client_number)
+            .is_some_and(|record| record.user_id != user_id || record.client_id != client_id);
+        if stale {
+            // Only while the connection is registered: a closed one is not brought back.
+            clients.update(connection.client_number, |record| ClientRecord {
+                user_id,
+                client_id,
+                ..record.clone()
+            });
         }
     }
 }

@@ -6,8 +6,11 @@
 //! same bind secret and user gets the session it already has.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use proto::commands::session::BindSecret;
+
+use crate::node::{SessionEntry, SessionView};
 
 /// Session numbers are below this: `producer_id = session << 20 | index` must fit in u64
 /// with room to spare, and the SDK checks the bound.
@@ -37,12 +40,15 @@ pub enum RegisterError {
     Exhausted,
 }
 
-/// Every live session, by client id.
+/// Every live session, by client id. Only the leader shard changes its table; every change
+/// is published to the shared [`SessionView`], which [`Sessions::is_live`] reads, so a shard
+/// without the table still knows which sessions are live.
 #[derive(Debug)]
 pub struct Sessions {
     /// The number the next new session gets.
     next: u64,
     by_client: HashMap<u128, SessionRecord>,
+    view: Arc<SessionView>,
     /// Since when (µs) each session has had no connection bound to it.
     detached_since: HashMap<u128, u64>,
 }
@@ -52,9 +58,15 @@ impl Sessions {
     /// time in milliseconds keeps numbers unique across restarts while no journal records
     /// them.
     pub fn new(first: u64) -> Self {
+        Self::publishing(first, Arc::default())
+    }
+
+    /// A table publishing its sessions to `view`, shared with the other shards.
+    pub fn publishing(first: u64, view: Arc<SessionView>) -> Self {
         Self {
             next: first.clamp(1, SESSION_LIMIT - 1),
             by_client: HashMap::new(),
+            view,
             detached_since: HashMap::new(),
         }
     }
@@ -85,6 +97,11 @@ impl Sessions {
         };
         self.next += 1;
         self.by_client.insert(client_id, record);
+        let entry = SessionEntry {
+            session: record.session,
+            user_id,
+        };
+        self.view.pin().insert(client_id, entry);
         Ok(record)
     }
 
@@ -105,15 +122,17 @@ impl Sessions {
     /// Ends the session of `client_id` (logout); a no-op if it holds none.
     pub fn end(&mut self, client_id: u128) -> Option<SessionRecord> {
         self.detached_since.remove(&client_id);
+        self.view.pin().remove(&client_id);
         self.by_client.remove(&client_id)
     }
 
     /// Whether `client_id` still holds `session`: a connection bound to a session that was
     /// ended elsewhere (a logout on another link, expiry) must not act on it.
     pub fn is_live(&self, client_id: u128, session: u64) -> bool {
-        self.by_client
+        self.view
+            .pin()
             .get(&client_id)
-            .is_some_and(|record| record.session == session)
+            .is_some_and(|entry| entry.session == session)
     }
 
     /// Ends the sessions no connection in `attached` has been bound to for longer than

@@ -1,16 +1,21 @@
 //! The binary protocol over TCP on compio sockets (PROTOCOL.md §1.11).
 //!
-//! One accept loop per listener; one task per connection that reads a frame, asks the
-//! handler, writes the answer, and repeats. Requests on one connection are answered in order,
-//! one at a time. The frame size is checked before a body byte is read, and a bad frame ends
+//! Thread-per-core: one accept loop (on shard 0) hands each accepted connection to a shard
+//! round-robin, as a file descriptor, before a byte of it is read; each shard's [`TcpShard`]
+//! runs one task per connection it was given, on its own runtime, for the connection's life.
+//! A connection's task reads frames, asks the handler, and writes each answer as it
+//! completes. The frame size is checked before a body byte is read, and a bad frame ends
 //! only its own connection.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::pin;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use compio::BufResult;
@@ -68,12 +73,102 @@ pub struct TcpServer {
     local_address: SocketAddr,
 }
 
-/// Counters shared by the accept loop and the connection tasks of one server.
+/// Counters of one shard's connection tasks.
 #[derive(Debug, Default)]
 struct ServeState {
-    connections: Cell<usize>,
     in_flight: Cell<usize>,
     stopping: Cell<bool>,
+}
+
+/// Connections open on every shard, counted against `connections_max` by the accept loop.
+pub type ConnectionCount = Arc<AtomicUsize>;
+
+/// An accepted connection on its way to the shard that will serve it.
+#[derive(Debug)]
+pub struct Handed {
+    descriptor: OwnedFd,
+    peer: SocketAddr,
+}
+
+/// The accept loop's end of one shard's hand-off channel.
+pub type Handoff = crossfire::MAsyncTx<crossfire::mpsc::Array<Handed>>;
+
+/// A shard's end of its hand-off channel; see [`TcpShard::receive`].
+pub type HandoffInbox = crossfire::AsyncRx<crossfire::mpsc::Array<Handed>>;
+
+/// Connections that may wait in one shard's hand-off channel before accepting pauses.
+const HANDOFF_MAX: usize = 64;
+
+/// A hand-off channel for one shard.
+pub fn handoff_channel() -> (Handoff, HandoffInbox) {
+    crossfire::mpsc::bounded_async(HANDOFF_MAX)
+}
+
+/// One shard's side of TCP: serves the connections handed to it, on the current runtime.
+pub struct TcpShard<H> {
+    config: TcpConfig,
+    handler: Rc<H>,
+    state: Rc<ServeState>,
+    connections: ConnectionCount,
+}
+
+impl<H: ConnectionHandler + 'static> TcpShard<H> {
+    /// A shard serving with `handler`; `connections` is shared with the accept loop and the
+    /// other shards.
+    pub fn new(config: TcpConfig, handler: Rc<H>, connections: ConnectionCount) -> Self {
+        Self {
+            config,
+            handler,
+            state: Rc::default(),
+            connections,
+        }
+    }
+
+    /// Serves the connections that arrive in `inbox` until the accept loop drops its end.
+    pub async fn receive(&self, inbox: HandoffInbox) {
+        while let Ok(handed) = inbox.recv().await {
+            let std_stream = std::net::TcpStream::from(handed.descriptor);
+            match TcpStream::from_std(std_stream) {
+                Ok(stream) => self.adopt(stream, handed.peer),
+                Err(error) => {
+                    log::warn!("tcp: {}: adopt handed connection: {error}", handed.peer);
+                    self.connections.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Serves `stream`, already counted in the connections, until it closes.
+    fn adopt(&self, stream: TcpStream, peer: SocketAddr) {
+        if let Err(error) = stream.set_nodelay(true) {
+            log::warn!("tcp: {peer}: set TCP_NODELAY: {error}");
+        }
+        let handler = Rc::clone(&self.handler);
+        let state = Rc::clone(&self.state);
+        let connections = Arc::clone(&self.connections);
+        let config = self.config;
+        compio::runtime::spawn(async move {
+            let connection = handler.open(peer);
+            let connection = serve_connection(stream, peer, config, &*handler, &state, connection);
+            handler.close(connection.await);
+            connections.fetch_sub(1, Ordering::Relaxed);
+        })
+        .detach();
+    }
+
+    /// Stops taking requests and waits (up to a bound) for the ones being handled to be
+    /// answered. Connections still open are dropped with the runtime.
+    pub async fn drain(&self) {
+        self.state.stopping.set(true);
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while self.state.in_flight.get() > 0 && Instant::now() < deadline {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        log::info!(
+            "tcp: shard drained; {} request(s) unanswered",
+            self.state.in_flight.get()
+        );
+    }
 }
 
 impl TcpServer {
@@ -110,43 +205,45 @@ impl TcpServer {
         self.local_address
     }
 
-    /// Accepts connections until `shutdown` completes, then stops accepting and waits (up to
-    /// a bound) for the requests being handled to be answered. Connections still open are
-    /// dropped with the runtime.
+    /// Serves every connection on the current runtime (one shard) until `shutdown`
+    /// completes, then lets the requests being handled finish.
     pub async fn serve<H>(self, handler: Rc<H>, shutdown: impl Future<Output = ()>)
     where
         H: ConnectionHandler + 'static,
     {
-        let state = Rc::new(ServeState::default());
-        {
-            let accept = pin!(accept_loop(&self.listener, self.config, &handler, &state));
-            let shutdown = pin!(shutdown);
-            if let Either::Left(((), _)) = select(accept, shutdown).await {
-                return;
-            }
-        }
-        state.stopping.set(true);
-        drop(self.listener);
-        let deadline = Instant::now() + DRAIN_TIMEOUT;
-        while state.in_flight.get() > 0 && Instant::now() < deadline {
-            compio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let shard = TcpShard::new(self.config, handler, ConnectionCount::default());
+        self.accept(&shard, Vec::new(), shutdown).await;
+        shard.drain().await;
+    }
+
+    /// Accepts connections until `shutdown` completes. Connection *n* goes to shard
+    /// `n % (1 + others.len())`: 0 is `local`, served here; shard *i* gets the descriptor
+    /// through `others[i - 1]`. Dropping the hand-offs on return ends the shards'
+    /// [`TcpShard::receive`].
+    pub async fn accept<H>(
+        self,
+        local: &TcpShard<H>,
+        others: Vec<Handoff>,
+        shutdown: impl Future<Output = ()>,
+    ) where
+        H: ConnectionHandler + 'static,
+    {
+        let accept = pin!(accept_loop(&self.listener, local, &others));
+        let shutdown = pin!(shutdown);
+        let _ = select(accept, shutdown).await;
         log::info!(
-            "tcp: stopped accepting; {} connection(s) left open, {} request(s) unanswered",
-            state.connections.get(),
-            state.in_flight.get()
+            "tcp: stopped accepting; {} connection(s) open",
+            local.connections.load(Ordering::Relaxed)
         );
     }
 }
 
-async fn accept_loop<H>(
-    listener: &TcpListener,
-    config: TcpConfig,
-    handler: &Rc<H>,
-    state: &Rc<ServeState>,
-) where
+async fn accept_loop<H>(listener: &TcpListener, local: &TcpShard<H>, others: &[Handoff])
+where
     H: ConnectionHandler + 'static,
 {
+    let shards = others.len().saturating_add(1);
+    let mut next: usize = 0;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -156,31 +253,42 @@ async fn accept_loop<H>(
                 continue;
             }
         };
-        if state.connections.get() >= config.connections_max {
-            log::warn!(
-                "tcp: refused {peer}: {} connections open (tcp.max_connections)",
-                config.connections_max
-            );
+        let open = local.connections.load(Ordering::Relaxed);
+        if open >= local.config.connections_max {
+            log::warn!("tcp: refused {peer}: {open} connections open (tcp.max_connections)");
             drop(stream);
             continue;
         }
-        if let Err(error) = stream.set_nodelay(true) {
-            log::warn!("tcp: {peer}: set TCP_NODELAY: {error}");
+        local.connections.fetch_add(1, Ordering::Relaxed);
+        let shard = next % shards;
+        next = next.wrapping_add(1);
+        match shard.checked_sub(1).and_then(|index| others.get(index)) {
+            None => local.adopt(stream, peer),
+            Some(handoff) => hand_off(handoff, stream, peer, &local.connections).await,
         }
-        state
-            .connections
-            .set(state.connections.get().saturating_add(1));
-        let handler = Rc::clone(handler);
-        let state = Rc::clone(state);
-        compio::runtime::spawn(async move {
-            let connection = handler.open(peer);
-            let connection = serve_connection(stream, peer, config, &*handler, &state, connection);
-            handler.close(connection.await);
-            state
-                .connections
-                .set(state.connections.get().saturating_sub(1));
-        })
-        .detach();
+    }
+}
+
+/// Sends the connection's descriptor to another shard. The descriptor is duplicated first
+/// because compio's stream closes its own on drop; nothing has been read from it.
+async fn hand_off(
+    handoff: &Handoff,
+    stream: TcpStream,
+    peer: SocketAddr,
+    connections: &ConnectionCount,
+) {
+    let descriptor = match stream.as_fd().try_clone_to_owned() {
+        Ok(descriptor) => descriptor,
+        Err(error) => {
+            log::warn!("tcp: {peer}: duplicate descriptor for hand-off: {error}");
+            connections.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+    };
+    drop(stream);
+    if handoff.send(Handed { descriptor, peer }).await.is_err() {
+        log::warn!("tcp: {peer}: its shard stopped; connection closed");
+        connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

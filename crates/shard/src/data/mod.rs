@@ -6,6 +6,12 @@
 //! [`DataPlane::on_applied`] keeps the partitions in step with committed metadata: after any
 //! op that creates or deletes partitions it reconciles the open partitions with the metadata
 //! (a partition whose incarnation changed is deleted and created afresh).
+//!
+//! Thread-per-core: every partition is owned by exactly one shard ([`ShardPlace::owner`]),
+//! whose data plane opens it and runs its task; the handles of all partitions are published
+//! in one [`Routes`] map (papaya: lock-free reads) that every shard reads, so a request for a
+//! partition another shard owns travels over that partition's crossfire channel. Consumer
+//! groups live on the leader shard (0) only.
 
 mod fetch;
 mod groups;
@@ -36,6 +42,7 @@ pub use signal::{Cancel, Notified, Notify, Race, Waiting, race};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use segment::layout::partition_directory;
 use segment::log::LogConfig;
@@ -51,6 +58,43 @@ pub struct PartitionKey {
     pub topic_id: u32,
     pub partition_id: u32,
 }
+
+/// Where a shard sits among the server's shards; partition ownership follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardPlace {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl ShardPlace {
+    /// The only shard of a one-shard server.
+    pub const SOLE: Self = Self { index: 0, count: 1 };
+
+    /// Shard 0 leads: it holds the metadata journal, the sessions and the consumer groups.
+    pub fn is_leader(self) -> bool {
+        self.index == 0
+    }
+
+    /// The shard that owns `key`: a topic's partitions go round the shards from a start
+    /// that depends on the topic, so topics with one partition each spread too.
+    pub fn owner(self, key: PartitionKey) -> usize {
+        let topic = u64::from(key.stream_id)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(u64::from(key.topic_id).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
+        let start = topic >> 32;
+        let count = u64::try_from(self.count.max(1)).unwrap_or(u64::MAX);
+        let slot = start.wrapping_add(u64::from(key.partition_id)) % count;
+        // `slot < count`, which came from a usize.
+        usize::try_from(slot).unwrap_or(0)
+    }
+
+    pub fn owns(self, key: PartitionKey) -> bool {
+        self.owner(key) == self.index
+    }
+}
+
+/// Every open partition's handle, whichever shard owns it.
+pub type Routes = papaya::HashMap<PartitionKey, PartitionHandle>;
 
 /// One consumer group's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -86,6 +130,8 @@ pub enum DataError {
     },
 }
 
+/// A partition this shard owns: the incarnation it was opened for, and its handle (also
+/// published in the routes).
 #[derive(Debug)]
 struct Entry {
     incarnation: u64,
@@ -103,7 +149,12 @@ pub struct DataPlane<S: Storage = CompioStorage> {
     storage: S,
     root: PathBuf,
     config: GroupConfig,
+    place: ShardPlace,
+    /// The partitions this shard owns.
     partitions: RefCell<BTreeMap<PartitionKey, Entry>>,
+    /// Every shard's partitions, shared by all shards.
+    routes: Arc<Routes>,
+    /// Only the leader's are used.
     groups: RefCell<BTreeMap<GroupKey, GroupRuntime>>,
     /// Round-robin cursor per (stream, topic) for `Partitioning::Balanced`.
     balanced: RefCell<BTreeMap<(u32, u32), u32>>,
@@ -117,11 +168,25 @@ impl DataPlane<CompioStorage> {
 }
 
 impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// The data plane of a one-shard server.
     pub fn with_storage(storage: S, root: PathBuf, config: GroupConfig) -> Self {
+        Self::for_shard(storage, root, config, ShardPlace::SOLE, Arc::default())
+    }
+
+    /// The data plane of shard `place`, publishing its partitions in `routes`.
+    pub fn for_shard(
+        storage: S,
+        root: PathBuf,
+        config: GroupConfig,
+        place: ShardPlace,
+        routes: Arc<Routes>,
+    ) -> Self {
         Self {
             storage,
             root,
             config,
+            place,
+            routes,
             partitions: RefCell::new(BTreeMap::new()),
             groups: RefCell::new(BTreeMap::new()),
             balanced: RefCell::new(BTreeMap::new()),
@@ -136,12 +201,18 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         self.config
     }
 
+    pub fn place(&self) -> ShardPlace {
+        self.place
+    }
+
     /// Opens every partition the metadata knows and sets up every group (start-up).
     pub async fn open_all(&self, metadata: &Metadata) -> Result<(), DataError> {
         self.reconcile(metadata).await
     }
 
-    /// Brings partitions and groups in step after `op` was applied to `metadata`.
+    /// Brings partitions and groups in step after `op` was applied to `metadata`. On a
+    /// server of several shards the leader calls it last, after every other shard closed
+    /// what the op deletes: only the leader removes directories and groups.
     pub async fn on_applied(&self, op: &MetadataOp, metadata: &Metadata) -> Result<(), DataError> {
         match op {
             MetadataOp::CreateTopic { .. }
@@ -150,6 +221,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             | MetadataOp::CreateConsumerGroup { .. } => self.reconcile(metadata).await,
             MetadataOp::DeleteTopic { stream_id, id } => {
                 self.reconcile(metadata).await?;
+                if !self.place.is_leader() {
+                    return Ok(());
+                }
                 let topic = self
                     .root
                     .join("streams")
@@ -160,6 +234,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             }
             MetadataOp::DeleteStream { id } => {
                 self.reconcile(metadata).await?;
+                if !self.place.is_leader() {
+                    return Ok(());
+                }
                 let stream = self.root.join("streams").join(id.to_string());
                 self.remove_directory(&stream).await
             }
@@ -167,7 +244,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 stream_id,
                 topic_id,
                 id,
-            } => {
+            } if self.place.is_leader() => {
                 let key = GroupKey {
                     stream_id: *stream_id,
                     topic_id: *topic_id,
@@ -188,6 +265,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .collect();
         let mut first_error = None;
         for (key, entry) in entries {
+            self.routes.pin().remove(&key);
             if let Err(source) = entry.handle.close(false).await {
                 first_error.get_or_insert(DataError::Partition { key, source });
             }
@@ -195,10 +273,28 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// The partition's task, if it is open.
+    /// The partition's task, if it is open, whichever shard owns it.
     pub fn partition(&self, key: PartitionKey) -> Option<PartitionHandle> {
-        let partitions = self.partitions.borrow();
-        partitions.get(&key).map(|entry| entry.handle.clone())
+        self.routes.pin().get(&key).cloned()
+    }
+
+    /// The open partitions matching `stream_id` / `topic_id` (`None` = any), every shard's.
+    fn matching(
+        &self,
+        stream_id: Option<u32>,
+        topic_id: Option<u32>,
+    ) -> Vec<(PartitionKey, PartitionHandle)> {
+        let routes = self.routes.pin();
+        let mut matching: Vec<(PartitionKey, PartitionHandle)> = routes
+            .iter()
+            .filter(|(key, _)| {
+                stream_id.is_none_or(|id| id == key.stream_id)
+                    && topic_id.is_none_or(|id| id == key.topic_id)
+            })
+            .map(|(key, handle)| (*key, handle.clone()))
+            .collect();
+        matching.sort_unstable_by_key(|(key, _)| *key);
+        matching
     }
 
     pub fn partition_stats(&self, key: PartitionKey) -> Option<PartitionStats> {
@@ -207,14 +303,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// Sums over the partitions matching `stream_id` / `topic_id` (`None` = any).
     pub fn totals(&self, stream_id: Option<u32>, topic_id: Option<u32>) -> Totals {
-        let partitions = self.partitions.borrow();
         let mut totals = Totals::default();
-        let matching = partitions.iter().filter(|(key, _)| {
-            stream_id.is_none_or(|id| id == key.stream_id)
-                && topic_id.is_none_or(|id| id == key.topic_id)
-        });
-        for (_, entry) in matching {
-            let stats = entry.handle.stats();
+        for (_, handle) in self.matching(stream_id, topic_id) {
+            let stats = handle.stats();
             totals.partitions_count = totals.partitions_count.saturating_add(1);
             totals.segments_count += u64::from(stats.segments_count);
             totals.messages_count += stats.messages_count;
@@ -226,17 +317,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// Deletes every message and stored offset of the partitions matching the filter
     /// (`PURGE_STREAM`, `PURGE_TOPIC`).
     pub async fn purge(&self, stream_id: u32, topic_id: Option<u32>) -> Result<(), DataError> {
-        let handles: Vec<(PartitionKey, PartitionHandle)> = {
-            let partitions = self.partitions.borrow();
-            partitions
-                .iter()
-                .filter(|(key, _)| {
-                    key.stream_id == stream_id && topic_id.is_none_or(|id| id == key.topic_id)
-                })
-                .map(|(key, entry)| (*key, entry.handle.clone()))
-                .collect()
-        };
-        for (key, handle) in handles {
+        for (key, handle) in self.matching(Some(stream_id), topic_id) {
             handle
                 .purge()
                 .await
@@ -317,6 +398,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         };
         for (key, handle) in stale {
             self.partitions.borrow_mut().remove(&key);
+            self.routes.pin().remove(&key);
             handle
                 .close(true)
                 .await
@@ -329,6 +411,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let handle = PartitionHandle::open(self.storage.clone(), spec)
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
+            self.routes.pin().insert(key, handle.clone());
             self.partitions.borrow_mut().insert(
                 key,
                 Entry {
@@ -337,7 +420,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 },
             );
         }
-        self.reconcile_groups(metadata);
+        if self.place.is_leader() {
+            self.reconcile_groups(metadata);
+        }
         Ok(())
     }
 
@@ -368,14 +453,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     async fn delete_group_offsets(&self, key: GroupKey) -> Result<(), DataError> {
-        let handles: Vec<(PartitionKey, PartitionHandle)> = {
-            let partitions = self.partitions.borrow();
-            partitions
-                .iter()
-                .filter(|(p, _)| p.stream_id == key.stream_id && p.topic_id == key.topic_id)
-                .map(|(p, entry)| (*p, entry.handle.clone()))
-                .collect()
-        };
+        let handles = self.matching(Some(key.stream_id), Some(key.topic_id));
         let owner = segment::offsets::OffsetOwner::Group(key.group_id);
         for (partition, handle) in handles {
             handle
@@ -402,7 +480,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             })
     }
 
-    /// Every partition the metadata holds, with its incarnation and how to open it.
+    /// Every partition the metadata holds that this shard owns, with its incarnation and how
+    /// to open it.
     fn wanted(&self, metadata: &Metadata) -> BTreeMap<PartitionKey, (u64, PartitionSpec)> {
         let mut wanted = BTreeMap::new();
         for (stream_id, topic_id, topic) in topics(metadata) {
@@ -412,6 +491,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     topic_id,
                     partition_id: partition.id,
                 };
+                if !self.place.owns(key) {
+                    continue;
+                }
                 wanted.insert(key, (partition.incarnation, self.spec(key, topic)));
             }
         }

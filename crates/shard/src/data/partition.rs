@@ -1,9 +1,12 @@
 //! A partition as the data plane holds it: the task of [`segment::partition`] (log, stored
 //! offsets, producer dedupe, group commit) plus the [`Notify`] it rings after every append
 //! round, purge and close, which wakes the polls parked on the partition.
+//!
+//! The task runs on the shard that owns the partition; the handle works from every shard
+//! (its jobs travel over the task's crossfire channel, its notification crosses threads).
 
 use std::ops::Deref;
-use std::rc::Rc;
+use std::sync::Arc;
 
 pub use segment::partition::{
     AppendOutcome, GROUP_MAX, PartitionError, PartitionSpec, PartitionStats,
@@ -17,7 +20,7 @@ use super::signal::{Notified, Notify};
 #[derive(Debug, Clone)]
 pub struct PartitionHandle {
     task: segment::partition::PartitionHandle,
-    changed: Rc<Notify>,
+    changed: Arc<Notify>,
 }
 
 impl PartitionHandle {
@@ -27,8 +30,8 @@ impl PartitionHandle {
         storage: S,
         spec: PartitionSpec,
     ) -> Result<Self, PartitionError> {
-        let changed = Rc::new(Notify::new());
-        let ringer = Rc::clone(&changed);
+        let changed = Arc::new(Notify::new());
+        let ringer = Arc::clone(&changed);
         let task =
             segment::partition::PartitionHandle::open(storage, spec, move || ringer.notify_all())
                 .await?;
@@ -36,7 +39,7 @@ impl PartitionHandle {
     }
 
     /// Completes after the next append round, purge or close (for parked polls).
-    pub fn appended(&self) -> Notified<'_> {
+    pub fn appended(&self) -> Notified {
         self.changed.notified()
     }
 }

@@ -1,20 +1,23 @@
-//! Single-thread wake-up primitives for the data plane: a broadcast [`Notify`], [`race`] and
-//! [`Cancel`] (crossfire, which carries the partition jobs and their replies, has no
-//! broadcast). Everything in a shard runs on one compio thread, so these are `Cell`/`RefCell`
-//! based and never lock.
+//! Wake-up primitives for the data plane: a broadcast [`Notify`], [`race`] and [`Cancel`]
+//! (crossfire, which carries the partition jobs and their replies, has no broadcast).
+//!
+//! A partition's task rings its [`Notify`] on its owner shard while polls parked on other
+//! shards wait on it, so these work across threads; ringing with nobody waiting is a couple
+//! of atomic operations (event-listener's fast path), so the append path pays nothing.
 
-use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 
-/// Wakes every waiter registered before [`Notify::notify_all`]. A waiter created before the
-/// notification completes even if it is first polled after it (a generation counter), so no
-/// wake-up is lost between a check and the wait.
+use event_listener::{Event, EventListener};
+
+/// Wakes every waiter registered before [`Notify::notify_all`]. A waiter is registered when
+/// [`Notify::notified`] returns, so a notification between a check and the wait is never
+/// lost.
 #[derive(Debug, Default)]
 pub struct Notify {
-    generation: Cell<u64>,
-    waiters: RefCell<Vec<Waker>>,
+    event: Event,
 }
 
 impl Notify {
@@ -23,41 +26,24 @@ impl Notify {
     }
 
     pub fn notify_all(&self) {
-        self.generation.set(self.generation.get().wrapping_add(1));
-        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
-        for waker in waiters {
-            waker.wake();
-        }
+        self.event.notify(usize::MAX);
     }
 
     /// A future that completes at the next notification after this call.
-    pub fn notified(&self) -> Notified<'_> {
-        Notified {
-            notify: self,
-            generation: self.generation.get(),
-        }
+    pub fn notified(&self) -> Notified {
+        Notified(self.event.listen())
     }
 }
 
 /// See [`Notify::notified`].
 #[derive(Debug)]
-pub struct Notified<'a> {
-    notify: &'a Notify,
-    generation: u64,
-}
+pub struct Notified(EventListener);
 
-impl Future for Notified<'_> {
+impl Future for Notified {
     type Output = ();
 
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
-        if self.notify.generation.get() != self.generation {
-            return Poll::Ready(());
-        }
-        let mut waiters = self.notify.waiters.borrow_mut();
-        if !waiters.iter().any(|waker| waker.will_wake(context.waker())) {
-            waiters.push(context.waker().clone());
-        }
-        Poll::Pending
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(context)
     }
 }
 
@@ -90,7 +76,7 @@ impl Future for Race<'_> {
 /// A cancellation flag a parked request watches (`CANCEL_DEFERRED_REQUEST`, shutdown).
 #[derive(Debug, Default)]
 pub struct Cancel {
-    cancelled: Cell<bool>,
+    cancelled: AtomicBool,
     notify: Notify,
 }
 
@@ -100,18 +86,22 @@ impl Cancel {
     }
 
     pub fn cancel(&self) {
-        self.cancelled.set(true);
+        self.cancelled.store(true, Ordering::SeqCst);
         self.notify.notify_all();
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.get()
+        self.cancelled.load(Ordering::SeqCst)
     }
 
     /// Completes once [`Cancel::cancel`] was called.
     pub async fn cancelled(&self) {
-        while !self.cancelled.get() {
-            self.notify.notified().await;
+        loop {
+            let notified = self.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
         }
     }
 }
@@ -119,6 +109,8 @@ impl Cancel {
 #[cfg(test)]
 mod tests {
     use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::Waker;
 
     use super::*;
 
@@ -149,5 +141,34 @@ mod tests {
         cancel.cancel();
         assert!(cancel.is_cancelled());
         assert!(poll_once(raced.as_mut()).is_ready());
+    }
+
+    /// Records that it was woken.
+    #[derive(Default)]
+    struct Flag(AtomicBool);
+
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A waiter on one thread is woken by a notification from another.
+    #[test]
+    fn notifications_cross_threads() {
+        let notify = Arc::new(Notify::new());
+        for _ in 0..100 {
+            let flag = Arc::new(Flag::default());
+            let waker = Waker::from(Arc::clone(&flag));
+            let mut waiter = pin!(notify.notified());
+            let polled = waiter.as_mut().poll(&mut Context::from_waker(&waker));
+            assert!(polled.is_pending());
+            let ringer = Arc::clone(&notify);
+            std::thread::spawn(move || ringer.notify_all())
+                .join()
+                .unwrap();
+            assert!(flag.0.load(Ordering::SeqCst), "the waker was called");
+            assert!(poll_once(waiter.as_mut()).is_ready());
+        }
     }
 }

@@ -54,7 +54,7 @@ pub(crate) fn handle(
             Outcome::payload(NR, &details, dialect, commit)
         }
         Request::GetClient(get) if may_read_servers(server, connection) => {
-            let record = server.clients.borrow().get(&get.client_id).cloned();
+            let record = server.node.clients.pin().get(&get.client_id).cloned();
             let details = record.map(|record| client_details(server, get.client_id, &record));
             Outcome::payload(NR, &details, dialect, commit)
         }
@@ -183,7 +183,7 @@ fn groups_of(server: &Server, client_id: u128) -> Vec<ClientGroup> {
 }
 
 fn clients(server: &Server) -> Clients {
-    let records = server.clients.borrow().clone();
+    let records = server.clients();
     let infos = records
         .iter()
         .map(|(&client_number, record)| {
@@ -244,7 +244,7 @@ fn stats(server: &Server) -> Stats {
         partitions_count: count(partitions_count),
         segments_count: u32::try_from(totals.segments_count).unwrap_or(u32::MAX),
         messages_count: totals.messages_count,
-        clients_count: count(server.clients.borrow().len()),
+        clients_count: count(server.node.clients.len()),
         consumer_groups_count: count(groups_count),
         hostname: process.hostname,
         os_name: process.os_name,

@@ -1,0 +1,189 @@
+//! The shards other than the leader: one OS thread each, pinned to its core when
+//! `system.sharding.pin_cores` is set, running a compio runtime with its own [`Server`]
+//! (a metadata replica and the partitions it owns), its inbox and the connections the
+//! leader hands it.
+//!
+//! Life cycle, driven by the leader: start (open partitions, then report ready), serve,
+//! drain (the leader stopped accepting: finish in-flight requests, report drained), stop
+//! (close partitions). Inboxes keep running until the stop, so requests forwarded to the
+//! leader and commits it replicates complete during the drain.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossfire::oneshot::{RxOneshot, TxOneshot, oneshot};
+use shard::Server;
+use shard::data::DataError;
+use shard::metadata::Metadata;
+use shard::node::{Inbox, Node};
+use shard::server::ServerInfo;
+
+use crate::compose::Handed;
+use crate::cores::{self, CoreError};
+
+/// A shard other than the leader could not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ShardStartError {
+    #[error("shard {shard}: start its thread")]
+    Thread {
+        shard: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("shard {shard}: pin to core {core}")]
+    Pin {
+        shard: usize,
+        core: usize,
+        #[source]
+        source: CoreError,
+    },
+    #[error("shard {shard}: start its compio runtime")]
+    Runtime {
+        shard: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("shard {shard}: open its partitions")]
+    Open {
+        shard: usize,
+        #[source]
+        source: DataError,
+    },
+    #[error("shard {shard}: its thread ended before it was ready")]
+    Vanished { shard: usize },
+}
+
+/// What a shard thread needs to start.
+pub(crate) struct ShardStart {
+    pub(crate) index: usize,
+    /// The core to pin the thread to, if pinning is on.
+    pub(crate) core: Option<usize>,
+    pub(crate) info: ServerInfo,
+    pub(crate) metadata: Metadata,
+    pub(crate) root: PathBuf,
+    pub(crate) node: Arc<Node>,
+    pub(crate) inbox: Inbox,
+    pub(crate) handed: Handed,
+}
+
+/// The leader's handle on a running shard.
+pub(crate) struct RunningShard {
+    index: usize,
+    thread: JoinHandle<()>,
+    drained: RxOneshot<()>,
+    stop: TxOneshot<()>,
+}
+
+/// The shard's ends of the life-cycle signals.
+struct Signals {
+    ready: TxOneshot<Result<(), ShardStartError>>,
+    drained: TxOneshot<()>,
+    stop: RxOneshot<()>,
+}
+
+/// Starts the shard's thread and waits until it has opened its partitions.
+pub(crate) async fn start(start: ShardStart) -> Result<RunningShard, ShardStartError> {
+    let index = start.index;
+    let (ready, is_ready) = oneshot();
+    let (drained, is_drained) = oneshot();
+    let (stop, stopping) = oneshot();
+    let signals = Signals {
+        ready,
+        drained,
+        stop: stopping,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("shard-{index}"))
+        .spawn(move || run_thread(start, signals))
+        .map_err(|source| ShardStartError::Thread {
+            shard: index,
+            source,
+        })?;
+    match is_ready.await {
+        Ok(Ok(())) => Ok(RunningShard {
+            index,
+            thread,
+            drained: is_drained,
+            stop,
+        }),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(ShardStartError::Vanished { shard: index }),
+    }
+}
+
+impl RunningShard {
+    /// Waits for the shard to finish its in-flight requests (after the leader stopped
+    /// accepting).
+    pub(crate) async fn drained(&mut self) {
+        let drained = std::mem::replace(&mut self.drained, oneshot().1);
+        let _ = drained.await;
+    }
+
+    /// Tells the shard to close its partitions and waits for its thread to end.
+    pub(crate) fn stop(self) {
+        self.stop.send(());
+        if self.thread.join().is_err() {
+            log::error!("shard {}: its thread panicked", self.index);
+        }
+    }
+}
+
+fn run_thread(start: ShardStart, signals: Signals) {
+    let index = start.index;
+    if let Some(core) = start.core
+        && let Err(source) = cores::pin_current_thread(core)
+    {
+        signals.ready.send(Err(ShardStartError::Pin {
+            shard: index,
+            core,
+            source,
+        }));
+        return;
+    }
+    let runtime = match compio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(source) => {
+            signals.ready.send(Err(ShardStartError::Runtime {
+                shard: index,
+                source,
+            }));
+            return;
+        }
+    };
+    runtime.block_on(serve(start, signals));
+}
+
+async fn serve(start: ShardStart, signals: Signals) {
+    let index = start.index;
+    let server = Rc::new(Server::for_shard(
+        start.info,
+        start.metadata,
+        start.root,
+        start.node,
+        index,
+    ));
+    if let Err(source) = server.open_partitions().await {
+        signals.ready.send(Err(ShardStartError::Open {
+            shard: index,
+            source,
+        }));
+        return;
+    }
+    let (inbox_stop, inbox_stopped) = oneshot::<()>();
+    let inbox = compio::runtime::spawn(start.inbox.serve(Rc::clone(&server), async move {
+        let _ = inbox_stopped.await;
+    }));
+    log::debug!("shard {index}: ready");
+    signals.ready.send(Ok(()));
+    start.handed.serve(Rc::clone(&server)).await;
+    signals.drained.send(());
+    let _ = signals.stop.await;
+    if let Err(error) = server.close().await {
+        log::error!("shard {index}: closing its partitions failed: {error}");
+    }
+    inbox_stop.send(());
+    let _ = inbox.await;
+    log::debug!("shard {index}: stopped");
+}
