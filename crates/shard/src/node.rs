@@ -133,3 +133,7 @@ impl Inbox {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "node_tests.rs"]
+mod tests;

@@ -83,6 +83,8 @@ pub struct Server {
     pub info: ServerInfo,
     /// What the shards share: routes, live sessions, clients, parked requests, inboxes.
     pub node: Arc<Node>,
+    /// CPU usage between two `GET_STATS` on this shard.
+    pub cpu: crate::cpu::CpuSampler,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -159,6 +161,7 @@ impl Server {
             )),
             info,
             node,
+            cpu: crate::cpu::CpuSampler::new(),
         }
     }
 
@@ -480,6 +483,17 @@ impl Server {
             connection.session = None;
             return Outcome::Evict(EvictionReason::NoSession);
         }
+        if let Some(bound) = connection.session
+            && let Some(reason) = session_mismatch(header.session.get(), bound.session)
+        {
+            log::info!(
+                "client {}: request for session {} on a link bound to {}: {reason:?}",
+                connection.client_number,
+                header.session.get(),
+                bound.session
+            );
+            return Outcome::Evict(reason);
+        }
         let code = header.code().and_then(CommandCode::from_u32);
         if connection.session.is_none()
             && let Some(outcome) = unauthenticated(operation, code, commit)
@@ -544,6 +558,19 @@ fn unauthenticated(
             commit,
         )),
         _ => Some(Outcome::Evict(EvictionReason::NoSession)),
+    }
+}
+
+/// The eviction for a request whose header names another session than the one its link is
+/// bound to (§1.7): an older one is `SessionTooLow`; a newer one is not this link's
+/// (`NoSession`). Session 0 is what an unbound request carries; the header check already
+/// refuses it where a session is required.
+fn session_mismatch(sent: u64, bound: u64) -> Option<EvictionReason> {
+    match sent {
+        0 => None,
+        sent if sent == bound => None,
+        sent if sent < bound => Some(EvictionReason::SessionTooLow),
+        _ => Some(EvictionReason::NoSession),
     }
 }
 

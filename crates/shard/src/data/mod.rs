@@ -532,4 +532,4 @@ fn topics(metadata: &Metadata) -> impl Iterator<Item = (u32, u32, &Topic)> {
 
 #[cfg(test)]
 #[path = "tests.rs"]
-mod tests;
+pub(crate) mod tests;

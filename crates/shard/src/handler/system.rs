@@ -227,10 +227,12 @@ fn stats(server: &Server) -> Stats {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let totals = server.data.totals(None, None);
     let now = now_us();
+    let cpu = server.cpu.read();
+    let (free_disk_space, total_disk_space) = crate::cpu::disk_space(server.data.root());
     Stats {
         process_id: std::process::id(),
-        cpu_usage: 0.0,
-        total_cpu_usage: 0.0,
+        cpu_usage: cpu.process_percent,
+        total_cpu_usage: cpu.host_percent,
         memory_usage: process.memory_usage_bytes,
         total_memory: process.total_memory_bytes,
         available_memory: process.available_memory_bytes,
@@ -254,8 +256,8 @@ fn stats(server: &Server) -> Stats {
         iggy_server_semver: SERVER_SEMVER,
         cache_metrics: Vec::new(),
         threads_count: process.threads_count,
-        free_disk_space: 0,
-        total_disk_space: 0,
+        free_disk_space,
+        total_disk_space,
         open_files_count: process.open_files_count,
         open_files_limit: process.open_files_limit,
     }

@@ -405,3 +405,26 @@ fn get_me_and_get_clients_report_connections() {
     let users: Vec<u32> = all.0.iter().map(|client| client.user_id).collect();
     assert_eq!(users, [0, u32::MAX]);
 }
+
+#[test]
+fn a_request_naming_another_session_is_evicted() {
+    let server = server();
+    let mut connection = open(&server);
+    let session = login(&server, &mut connection).session;
+    let ping = |sent: u64, connection: &mut Connection| {
+        let frame = header(Operation::NonReplicated, CommandCode::Ping, &[], Some(sent));
+        block_on(server.handle(connection, &frame, &[]))
+    };
+    assert_eq!(status(&ping(session, &mut connection)), 0);
+    // Unbound requests carry 0; the first session of this server is 1, so "older" is
+    // checked on the rule itself.
+    assert_eq!(
+        super::session_mismatch(session + 4, session + 5),
+        Some(EvictionReason::SessionTooLow)
+    );
+    assert_eq!(super::session_mismatch(0, session), None);
+    assert_eq!(
+        ping(session + 1, &mut connection),
+        Outcome::Evict(EvictionReason::NoSession)
+    );
+}

@@ -5,13 +5,14 @@ use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use proto::header::{EvictionHeader, HEADER_SIZE, Operation, ReplyHeader, RequestHeader};
 use proto::{Dialect, ErrorCode};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::{TcpConfig, TcpServer};
+use super::{TcpConfig, TcpServer, TcpShard};
 use crate::{Answer, ConnectionHandler};
 
 /// Request 1 waits until request 2 has been handled; every answer echoes the request body.
@@ -148,4 +149,90 @@ fn pipelined_requests_bad_frames_and_shutdown() {
         server.serve(Rc::new(Scripted::default()), stop).await;
         assert!(watcher.await.unwrap().is_ok(), "the client thread failed");
     });
+}
+
+/// Answers every request with the name of the thread that handled it.
+struct ThreadName;
+
+impl ConnectionHandler for ThreadName {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), _header: &[u8; HEADER_SIZE], _body: &[u8]) -> Answer {
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: name.into_bytes(),
+        }
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+fn config() -> TcpConfig {
+    TcpConfig {
+        address: "127.0.0.1:0".parse().unwrap(),
+        connections_max: 8,
+        frame_size_max: 1 << 20,
+        in_flight_max: 4,
+    }
+}
+
+/// The accept loop hands every other connection to the second shard's thread, which serves
+/// it on its own runtime; connections over `connections_max` (counted on both) are closed.
+#[test]
+fn connections_are_handed_round_robin_to_shards() {
+    let (handoff, inbox) = super::handoff_channel();
+    let connections = super::ConnectionCount::default();
+    let shard_count = Arc::clone(&connections);
+    let shard = std::thread::Builder::new()
+        .name("shard-1".into())
+        .spawn(move || {
+            compio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async move {
+                    let tcp = TcpShard::new(config(), Rc::new(ThreadName), shard_count);
+                    tcp.receive(inbox).await;
+                    tcp.drain().await;
+                });
+        })
+        .unwrap();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = TcpServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let local = TcpShard::new(config(), Rc::new(ThreadName), Arc::clone(&connections));
+        let client = std::thread::spawn(move || {
+            let mut streams: Vec<TcpStream> = (0..4)
+                .map(|_| TcpStream::connect(address).unwrap())
+                .collect();
+            let mut names = Vec::new();
+            for (number, stream) in (1..).zip(&mut streams) {
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                stream.write_all(&request(number, b"")).unwrap();
+                names.push(String::from_utf8(read_frame(stream)[256..].to_vec()).unwrap());
+            }
+            names
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.accept(&local, vec![handoff], done).await;
+        let names = client.join().unwrap();
+        let on_shard_1 = names.iter().filter(|name| *name == "shard-1").count();
+        assert_eq!(on_shard_1, 2, "{names:?}");
+        local.drain().await;
+    });
+    shard.join().unwrap();
 }
