@@ -187,6 +187,8 @@ fn random_password() -> Result<String, StartError> {
 }
 
 async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(), StartError> {
+    // Handlers first, so a SIGTERM during start-up is a clean stop once serving begins.
+    let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
     let info = server_info(&config, listeners.tcp_port());
     let (node, inboxes) = Node::new(cores.len());
@@ -221,7 +223,9 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
     let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
     listeners
-        .serve(Rc::clone(&server), handoffs, shutdown_signal())
+        .serve(Rc::clone(&server), handoffs, async {
+            let _ = shutdown.await;
+        })
         .await;
     drop(ticker);
     for shard in &mut running {

@@ -44,9 +44,14 @@ fn free_port() -> u16 {
 }
 
 fn start(data: &Path, arguments: &[&str]) -> Server {
+    start_with(data, arguments, &[])
+}
+
+fn start_with(data: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Server {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_iggy"))
         .args(arguments)
+        .envs(environment.iter().copied())
         .env("IGGY_TCP_ADDRESS", format!("127.0.0.1:{port}"))
         .env("IGGY_SYSTEM_PATH", data)
         .stdout(Stdio::null())
@@ -218,5 +223,59 @@ fn root_user_survives_a_restart() {
     let eviction = exchange(&mut stream, &header, &body);
     let eviction = EvictionHeader::parse(&eviction).unwrap();
     assert_eq!(eviction.reason(), Some(EvictionReason::InvalidCredentials));
+    stop(server);
+}
+
+/// The cores each thread named `shard-*` (and the main thread, shard 0) may run on.
+fn shard_thread_cores(pid: u32) -> Vec<(String, String)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        let cores = status
+            .lines()
+            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        threads.push((name.trim().to_owned(), cores));
+    }
+    threads
+}
+
+/// Whether every shard thread is there and pinned to a core of its own.
+fn pinned_one_per_core(threads: &[(String, String)], shards: usize) -> bool {
+    let mut cores: Vec<&str> = threads
+        .iter()
+        .filter(|(name, _)| name == "iggy" || name.starts_with("shard-"))
+        .map(|(_, cores)| cores.as_str())
+        .collect();
+    let all_single = cores.iter().all(|cores| cores.parse::<usize>().is_ok());
+    cores.sort_unstable();
+    cores.dedup();
+    all_single && cores.len() == shards
+}
+
+/// With `pin_cores`, the leader runs on the first allowed core and shard *i* on the i-th;
+/// every shard is a thread of its own.
+#[test]
+fn pinned_shards_run_one_per_core() {
+    let data = tempfile::tempdir().unwrap();
+    let environment = [("IGGY_SYSTEM_SHARDING_PIN_CORES", "true")];
+    let server = start_with(
+        data.path(),
+        &["--with-default-root-credentials"],
+        &environment,
+    );
+    let shards = std::thread::available_parallelism().map_or(1, usize::from);
+    // The listener is bound before the shard threads start and pin themselves.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut threads = shard_thread_cores(server.child.id());
+    while !pinned_one_per_core(&threads, shards) && Instant::now() < deadline {
+        sleep(Duration::from_millis(20));
+        threads = shard_thread_cores(server.child.id());
+    }
+    assert!(pinned_one_per_core(&threads, shards), "{threads:?}");
     stop(server);
 }
