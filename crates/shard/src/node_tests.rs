@@ -131,6 +131,10 @@ fn two_shards_share_metadata_partitions_and_sessions() {
         let owned_by_leader = keys.iter().filter(|key| place.owns(**key)).count();
         assert!((1..4).contains(&owned_by_leader), "{owned_by_leader} of 4");
         assert_eq!(node.routes.len(), 4);
+        for key in &keys {
+            let owner = node.routes.pin().get(key).map(|route| route.shard);
+            assert_eq!(owner, Some(place.owner(*key)), "{key:?}");
+        }
 
         // Appends from the replica's side reach every partition, whichever shard owns it,
         // and the leader reads them back.

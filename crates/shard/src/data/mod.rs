@@ -93,8 +93,17 @@ impl ShardPlace {
     }
 }
 
-/// Every open partition's handle, whichever shard owns it.
-pub type Routes = papaya::HashMap<PartitionKey, PartitionHandle>;
+/// The partition-to-shard table: every open partition's owner and handle, whichever shard
+/// owns it.
+pub type Routes = papaya::HashMap<PartitionKey, Route>;
+
+/// Where a partition lives: the shard whose runtime runs its task, and the handle that
+/// reaches the task from any shard.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub shard: usize,
+    pub handle: PartitionHandle,
+}
 
 /// One consumer group's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -275,7 +284,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// The partition's task, if it is open, whichever shard owns it.
     pub fn partition(&self, key: PartitionKey) -> Option<PartitionHandle> {
-        self.routes.pin().get(&key).cloned()
+        self.routes.pin().get(&key).map(|route| route.handle.clone())
     }
 
     /// The open partitions matching `stream_id` / `topic_id` (`None` = any), every shard's.
@@ -291,7 +300,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 stream_id.is_none_or(|id| id == key.stream_id)
                     && topic_id.is_none_or(|id| id == key.topic_id)
             })
-            .map(|(key, handle)| (*key, handle.clone()))
+            .map(|(key, route)| (*key, route.handle.clone()))
             .collect();
         matching.sort_unstable_by_key(|(key, _)| *key);
         matching
@@ -411,7 +420,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let handle = PartitionHandle::open(self.storage.clone(), spec)
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
-            self.routes.pin().insert(key, handle.clone());
+            let route = Route {
+                shard: self.place.index,
+                handle: handle.clone(),
+            };
+            self.routes.pin().insert(key, route);
             self.partitions.borrow_mut().insert(
                 key,
                 Entry {
