@@ -10,6 +10,7 @@
 pub mod connection;
 pub mod data;
 pub mod handler;
+pub mod liveness;
 pub mod metadata;
 pub mod node;
 pub mod outcome;

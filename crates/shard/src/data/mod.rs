@@ -354,6 +354,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         self.groups.borrow_mut().get_mut(&key).map(f)
     }
 
+    /// Whether `client_id` is a member of any group.
+    pub fn is_group_member(&self, client_id: u128) -> bool {
+        let groups = self.groups.borrow();
+        groups.values().any(|group| group.is_member(client_id))
+    }
+
     /// Removes `client_id` from every group (logout, eviction, session end).
     pub fn leave_all_groups(&self, client_id: u128, now_us: u64) {
         for group in self.groups.borrow_mut().values_mut() {
