@@ -3,14 +3,17 @@
 //!
 //! Requests of one connection run concurrently, so each works on a copy of the connection
 //! state and writes back only what it changed (the dialect and session a login, bind or
-//! logout sets); a long poll never holds a borrow across its wait.
+//! logout sets); a long poll never holds a borrow across its wait. A connection is evicted
+//! between requests when the leader fires its liveness's eviction signal.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use proto::Dialect;
-use proto::header::HEADER_SIZE;
+use proto::header::{EvictionReason, HEADER_SIZE};
 use shard::{Connection, Outcome, Server, TransportKind};
 use transport::{Answer, ConnectionHandler};
 
@@ -51,6 +54,12 @@ impl ConnectionHandler for ShardHandler {
             Outcome::Evict(reason) => Answer::Evict(reason),
             Outcome::Silent => Answer::Silent,
         }
+    }
+
+    fn evicted(&self, connection: &RefCell<Connection>) -> impl Future<Output = EvictionReason> {
+        // The record's liveness, which the leader's tick fires for a stale client.
+        let liveness = Arc::clone(&connection.borrow().liveness);
+        async move { liveness.eviction().fired().await }
     }
 
     fn dialect(&self, connection: &RefCell<Connection>) -> Dialect {

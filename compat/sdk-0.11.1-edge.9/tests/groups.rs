@@ -1,5 +1,6 @@
-//! Consumer groups: create, get, list, join, leave and delete with the low-level client, and two
-//! high-level members that split the partitions and together read every message exactly once.
+//! Consumer groups: create, get, list, join, leave and delete with the low-level client, two
+//! high-level members that split the partitions and together read every message exactly once,
+//! and the eviction of a member that goes silent.
 
 mod common;
 
@@ -303,5 +304,66 @@ fn two_members_split_partitions_and_read_every_message_once() {
                 "partition {partition}"
             );
         }
+    });
+}
+
+/// A member silent for longer than 1.2 × the server's heartbeat interval gets
+/// `Eviction(StaleClient)` (PROTOCOL.md §1.14): it leaves the group, its connection is closed,
+/// and the SDK carries on over a new connection.
+#[test]
+fn a_silent_member_is_evicted_as_a_stale_client() {
+    let server = Server::start_with_env(&[("IGGY_HEARTBEAT_INTERVAL", "1s")]);
+    run(async {
+        // Not a member: idling never evicts it, even past the limit.
+        let root = root_client(&server).await;
+        create_stream_topic(&root, STREAM, TOPIC, 2).await;
+        let (stream, topic, group) = (id(STREAM), id(TOPIC), id("workers"));
+        root.create_consumer_group(&stream, &topic, "workers")
+            .await
+            .unwrap();
+        // Its own heartbeat (60 s) is far beyond the server's limit (1.2 s).
+        let connection = format!(
+            "iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{}?heartbeat_interval=60s",
+            server.tcp_address()
+        );
+        let member = IggyClient::from_connection_string(&connection).unwrap();
+        member.connect().await.expect("connect the member");
+        let first_connection = member.get_me().await.unwrap().client_id;
+        member
+            .join_consumer_group(&stream, &topic, &group)
+            .await
+            .unwrap();
+
+        let mut gone = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let clients = root.get_clients().await.unwrap();
+            gone = clients
+                .iter()
+                .all(|client| client.client_id != first_connection);
+            if gone {
+                break;
+            }
+        }
+        assert!(gone, "the silent member's connection was not closed");
+        let details = root.get_consumer_group(&stream, &topic, &group).await;
+        assert_eq!(details.unwrap().unwrap().members_count, 0);
+        assert!(
+            server.log_tail().contains("evicted"),
+            "the server logs the eviction\n{}",
+            server.log_tail()
+        );
+        assert!(root.ping().await.is_ok(), "an idle non-member stays");
+
+        let mut again = None;
+        for _ in 0..50 {
+            if let Ok(me) = member.get_me().await {
+                again = Some(me.client_id);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let again = again.expect("the evicted member works again");
+        assert_ne!(again, first_connection, "on a new connection");
     });
 }

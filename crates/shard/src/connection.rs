@@ -1,8 +1,11 @@
 //! What the server knows about one client connection.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use proto::Dialect;
+
+use crate::liveness::Liveness;
 
 /// How the client reached us (reported by `GET_CLIENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +16,8 @@ pub enum TransportKind {
     WebSocket,
 }
 
-/// One connection's state: its dialect once a login fixed it, and the session it is bound to.
+/// One connection's state: its dialect once a login fixed it, the session it is bound to, and
+/// its liveness (shared with its registry record).
 #[derive(Debug, Clone)]
 pub struct Connection {
     /// The server-assigned id `GET_CLIENT(S)` reports.
@@ -24,6 +28,8 @@ pub struct Connection {
     pub dialect: Dialect,
     /// The authenticated session, if any.
     pub session: Option<BoundSession>,
+    /// The same `Arc` as its [`crate::server::ClientRecord`]'s.
+    pub liveness: Arc<Liveness>,
 }
 
 /// The session a connection is bound to after a login or `BIND_SESSION`.
@@ -37,13 +43,19 @@ pub struct BoundSession {
 }
 
 impl Connection {
-    pub fn new(client_number: u32, address: SocketAddr, transport: TransportKind) -> Self {
+    pub fn new(
+        client_number: u32,
+        address: SocketAddr,
+        transport: TransportKind,
+        liveness: Arc<Liveness>,
+    ) -> Self {
         Self {
             client_number,
             address,
             transport,
             dialect: Dialect::V0_12_2,
             session: None,
+            liveness,
         }
     }
 

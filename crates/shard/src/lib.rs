@@ -11,6 +11,7 @@ pub mod connection;
 pub mod cpu;
 pub mod data;
 pub mod handler;
+pub mod liveness;
 pub mod metadata;
 pub mod node;
 pub mod outcome;

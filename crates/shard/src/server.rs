@@ -29,6 +29,7 @@ use segment::storage::compio::CompioStorage;
 use crate::connection::{Connection, TransportKind};
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
+use crate::liveness::{self, Activity, Liveness, Stale};
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::node::{LocalFuture, Node, ShardGone};
 use crate::outcome::Outcome;
@@ -58,14 +59,16 @@ pub struct ServerInfo {
     pub groups: GroupConfig,
 }
 
-/// What `GET_CLIENT(S)` reports about one open connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `GET_CLIENT(S)` reports about one open connection, and its liveness.
+#[derive(Debug, Clone)]
 pub struct ClientRecord {
     pub address: SocketAddr,
     pub transport: TransportKind,
     pub user_id: Option<u32>,
     /// The VSR client id of the bound session: group membership is keyed by it.
     pub client_id: Option<u128>,
+    /// The same `Arc` as the connection's: its shard stamps it, the leader's tick reads it.
+    pub liveness: Arc<Liveness>,
 }
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
@@ -318,9 +321,13 @@ impl Server {
         cancel.map(|cancel| cancel.cancel()).is_some()
     }
 
-    /// Periodic work at `now_us`: session expiry, consumer-group heartbeat eviction and
-    /// hand-off timeouts. The runtime calls it on the leader every half heartbeat interval.
+    /// Periodic work at `now_us`: stale-connection eviction, session expiry, consumer-group
+    /// heartbeat eviction and hand-off timeouts. The runtime calls it on the leader every half
+    /// heartbeat interval.
     pub fn tick(&self, now_us: u64) {
+        // Before the groups' own silence check, which would drop the memberships that make a
+        // connection stale without telling it.
+        self.evict_stale(now_us);
         let attached: std::collections::HashSet<u128> = self
             .node
             .clients
@@ -339,6 +346,44 @@ impl Server {
                 group.stream_id,
                 group.topic_id,
                 group.group_id
+            );
+        }
+    }
+
+    /// Evicts every connection [`liveness::stale`] picks (§1.14): its client leaves all its
+    /// groups, its session ends, and the connection's shard is told to send it
+    /// `Eviction(StaleClient)` and close it. Leader only: the groups and sessions live there.
+    fn evict_stale(&self, now_us: u64) {
+        assert!(
+            self.place().is_leader(),
+            "groups and sessions live on the leader"
+        );
+        let Some(idle_max_us) = self.info.groups.idle_max_us() else {
+            return;
+        };
+        let clients = self.node.clients.pin();
+        let connections: Vec<Activity> = clients
+            .iter()
+            .map(|(number, record)| Activity {
+                client_number: *number,
+                client_id: record.client_id,
+                last_request_us: record.liveness.last_request_us(),
+            })
+            .collect();
+        let is_member = |client_id| self.data.is_group_member(client_id);
+        for stale in liveness::stale(&connections, now_us, idle_max_us, is_member) {
+            let Stale {
+                client_number,
+                client_id,
+            } = stale;
+            self.data.leave_all_groups(client_id, now_us);
+            self.sessions.borrow_mut().end(client_id);
+            if let Some(record) = clients.get(&client_number) {
+                record.liveness.eviction().fire(EvictionReason::StaleClient);
+            }
+            log::info!(
+                "client {client_number} (client id {client_id:#x}) evicted: nothing sent for \
+                 more than {idle_max_us} µs while a consumer-group member"
             );
         }
     }
@@ -377,14 +422,16 @@ impl Server {
     /// Registers a new connection and returns its state.
     pub fn open_connection(&self, address: SocketAddr, transport: TransportKind) -> Connection {
         let number = self.node.next_client_number();
+        let liveness = Arc::new(Liveness::new(now_us()));
         let record = ClientRecord {
             address,
             transport,
             user_id: None,
             client_id: None,
+            liveness: Arc::clone(&liveness),
         };
         self.node.clients.pin().insert(number, record);
-        Connection::new(number, address, transport)
+        Connection::new(number, address, transport, liveness)
     }
 
     /// Forgets a closed connection. Its session lives on for a `BIND_SESSION`.
@@ -409,6 +456,7 @@ impl Server {
         raw_header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
+        connection.liveness.stamp(now_us());
         let header = match RequestHeader::parse(raw_header, connection.dialect) {
             Ok(header) => header,
             Err(error) => {

@@ -42,8 +42,17 @@ pub fn encode(request: &[u8; HEADER_SIZE], answer: Answer, dialect: Dialect) -> 
 
 /// An eviction frame for the client named in `request` (which may be an unvalidated header).
 pub fn eviction(request: &[u8; HEADER_SIZE], reason: EvictionReason) -> Vec<u8> {
-    let header = EvictionHeader::new(view(request).client.get(), reason);
-    header.as_bytes().to_vec()
+    eviction_of(client(request), reason)
+}
+
+/// An eviction frame for `client` that answers no request: the server ended the session.
+pub fn eviction_of(client: u128, reason: EvictionReason) -> Vec<u8> {
+    EvictionHeader::new(client, reason).as_bytes().to_vec()
+}
+
+/// The client id `request` names (an unvalidated header).
+pub fn client(request: &[u8; HEADER_SIZE]) -> u128 {
+    view(request).client.get()
 }
 
 fn reply(

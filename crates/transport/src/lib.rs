@@ -2,7 +2,8 @@
 //!
 //! The crate knows the frame (PROTOCOL.md §1.2–§1.6) and nothing of what a request means: a
 //! [`ConnectionHandler`] supplied by the binary turns a request frame into an [`Answer`], and
-//! [`frame`] encodes that answer as the reply or eviction frame the client expects. A bad frame
+//! [`frame`] encodes that answer as the reply or eviction frame the client expects; the handler
+//! can also evict a connection between requests ([`ConnectionHandler::evicted`]). A bad frame
 //! (a size outside `256..=frame_size_max`, a command other than Request) gets an eviction and
 //! closes that connection only.
 
@@ -37,6 +38,11 @@ pub trait ConnectionHandler {
         header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> impl Future<Output = Answer>;
+
+    /// Completes when the server ends the connection's session on its own (a stale client):
+    /// the transport then writes an eviction frame with the reason and closes the connection.
+    /// Polled for the connection's whole life, alongside its requests.
+    fn evicted(&self, connection: &Self::Connection) -> impl Future<Output = EvictionReason>;
 
     /// The dialect the connection speaks now: refusal codes are mapped to ones it knows.
     fn dialect(&self, connection: &Self::Connection) -> Dialect;

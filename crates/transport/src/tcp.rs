@@ -4,15 +4,16 @@
 //! round-robin, as a file descriptor, before a byte of it is read; each shard's [`TcpShard`]
 //! runs one task per connection it was given, on its own runtime, for the connection's life.
 //! A connection's task reads frames, asks the handler, and writes each answer as it
-//! completes. The frame size is checked before a body byte is read, and a bad frame ends
-//! only its own connection.
+//! completes, and writes the eviction the handler signals when the server ends the session on
+//! its own (a stale client). The frame size is checked before a body byte is read, and a bad
+//! frame ends only its own connection.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +26,7 @@ use compio::net::{TcpListener, TcpStream};
 use futures_channel::mpsc;
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use proto::header::{Command, HEADER_SIZE, frame_prefix};
+use proto::header::{Command, EvictionReason, HEADER_SIZE, frame_prefix};
 
 use crate::frame::{self, Answer};
 use crate::{BadFrame, ConnectionHandler};
@@ -336,7 +337,9 @@ async fn serve_connection<H: ConnectionHandler>(
 }
 
 /// The connection loop: takes frames from the reader task, handles them concurrently, and
-/// writes each answer as it completes (replies are matched by request number, §1.11).
+/// writes each answer as it completes (replies are matched by request number, §1.11). An
+/// eviction the handler signals (the server ended the session) is written at once and ends
+/// the connection; the requests still being handled go unanswered.
 async fn serve_frames<H: ConnectionHandler>(
     frames: &mut mpsc::Receiver<Incoming>,
     writer: &mut TcpStream,
@@ -346,28 +349,21 @@ async fn serve_frames<H: ConnectionHandler>(
     in_flight_max: usize,
 ) -> Ended {
     let mut pending = FuturesUnordered::new();
+    let mut evicted = pin!(handler.evicted(connection));
     let mut reading = true;
+    // The client id of the latest request, for an eviction that answers none.
+    let mut client = 0;
     loop {
-        let next = if !reading || pending.len() >= in_flight_max {
-            match pending.next().await {
-                Some(done) => Either::Right(done),
-                None => return Ended::PeerClosed,
-            }
-        } else if pending.is_empty() {
-            Either::Left(frames.next().await)
-        } else {
-            match select(frames.next(), pending.next()).await {
-                Either::Left((incoming, _)) => Either::Left(incoming),
-                Either::Right((done, _)) => Either::Right(done.expect("pending is not empty")),
-            }
-        };
-        let result = match next {
-            Either::Left(Some(Incoming::Frame(header, body))) if !state.stopping.get() => {
+        let read = reading && pending.len() < in_flight_max;
+        let event = next_event(frames, &mut pending, evicted.as_mut(), read).await;
+        let result = match event {
+            Event::Incoming(Some(Incoming::Frame(header, body))) if !state.stopping.get() => {
+                client = frame::client(&header);
                 state.in_flight.set(state.in_flight.get().saturating_add(1));
                 pending.push(answer(handler, connection, header, body));
                 Ok(())
             }
-            Either::Left(Some(Incoming::Frame(..))) => {
+            Event::Incoming(Some(Incoming::Frame(..))) => {
                 // Shutting down: no new request; the ones in flight still get answers.
                 reading = false;
                 if pending.is_empty() {
@@ -376,13 +372,13 @@ async fn serve_frames<H: ConnectionHandler>(
                     Ok(())
                 }
             }
-            Either::Left(Some(Incoming::Bad(header, kind, error))) => {
+            Event::Incoming(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
                 write(writer, eviction)
                     .await
                     .and(Err(Ended::BadFrame(kind, error)))
             }
-            Either::Left(Some(Incoming::End(ended))) => {
+            Event::Incoming(Some(Incoming::End(ended))) => {
                 reading = false;
                 if pending.is_empty() {
                     Err(ended)
@@ -390,11 +386,15 @@ async fn serve_frames<H: ConnectionHandler>(
                     Ok(())
                 }
             }
-            Either::Left(None) => Err(Ended::PeerClosed),
-            Either::Right((header, answer)) => {
+            Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
+            Event::Answered(header, answer) => {
                 let written = write_answer(writer, handler, connection, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
                 written
+            }
+            Event::Evicted(reason) => {
+                let eviction = frame::eviction_of(client, reason);
+                write(writer, eviction).await.and(Err(Ended::Evicted))
             }
         };
         if let Err(ended) = result {
@@ -405,6 +405,52 @@ async fn serve_frames<H: ConnectionHandler>(
                 .set(state.in_flight.get().saturating_sub(dropped));
             return ended;
         }
+    }
+}
+
+/// What the connection loop acts on next.
+enum Event {
+    /// From the reader task; `None` when it is gone.
+    Incoming(Option<Incoming>),
+    Answered(Box<[u8; HEADER_SIZE]>, Answer),
+    Evicted(EvictionReason),
+    /// Nothing is being handled and nothing more is read.
+    Idle,
+}
+
+/// Waits for the next frame (only when `read`), answer or eviction. Dropping the losers of
+/// the race loses nothing: a channel's `next` and a `FuturesUnordered`'s `next` are
+/// cancel-safe, and `evicted` is polled again on the next call.
+async fn next_event<F>(
+    frames: &mut mpsc::Receiver<Incoming>,
+    pending: &mut FuturesUnordered<F>,
+    evicted: Pin<&mut impl Future<Output = EvictionReason>>,
+    read: bool,
+) -> Event
+where
+    F: Future<Output = (Box<[u8; HEADER_SIZE]>, Answer)>,
+{
+    let work = async {
+        if !read {
+            match pending.next().await {
+                Some((header, answer)) => Event::Answered(header, answer),
+                None => Event::Idle,
+            }
+        } else if pending.is_empty() {
+            Event::Incoming(frames.next().await)
+        } else {
+            match select(frames.next(), pending.next()).await {
+                Either::Left((incoming, _)) => Event::Incoming(incoming),
+                Either::Right((done, _)) => {
+                    let (header, answer) = done.expect("pending is not empty");
+                    Event::Answered(header, answer)
+                }
+            }
+        }
+    };
+    match select(evicted, pin!(work)).await {
+        Either::Left((reason, _)) => Event::Evicted(reason),
+        Either::Right((event, _)) => event,
     }
 }
 

@@ -19,7 +19,7 @@ fn defaults() {
     assert_eq!(config.system_path.to_str(), Some("local_data"));
     assert_eq!(config.frame_size_max_bytes, 64 << 20);
     assert_eq!(config.rebalancing_timeout, Duration::from_secs(30));
-    assert_eq!(config.heartbeat_interval, Duration::from_secs(5));
+    assert_eq!(config.heartbeat_interval, Duration::from_secs(30));
     assert_eq!(config.memory_pool_size_bytes, 4 << 30);
 }
 

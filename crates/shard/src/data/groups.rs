@@ -50,6 +50,13 @@ impl GroupConfig {
             .checked_div(5)
             .unwrap_or(0)
     }
+
+    /// How long a connection whose client is a group member may send nothing before it is
+    /// evicted as stale (§1.14): the same 1.2 × the heartbeat interval; `None` when
+    /// heartbeats are off (an interval of `u64::MAX`).
+    pub fn idle_max_us(&self) -> Option<u64> {
+        (self.heartbeat_interval_us != u64::MAX).then(|| self.silence_max_us())
+    }
 }
 
 /// The target owner of every partition: partition `partitions[i]` → `members[i % n]`; empty

@@ -11,6 +11,17 @@ const CONFIG: GroupConfig = GroupConfig {
 };
 
 #[test]
+fn stale_connections_idle_as_long_as_silent_members_unless_heartbeats_are_off() {
+    assert_eq!(CONFIG.idle_max_us(), Some(6_000_000));
+    assert_eq!(CONFIG.idle_max_us(), Some(CONFIG.silence_max_us()));
+    let off = GroupConfig {
+        heartbeat_interval_us: u64::MAX,
+        ..CONFIG
+    };
+    assert_eq!(off.idle_max_us(), None);
+}
+
+#[test]
 fn round_robin_assignment() {
     let target = assign(&[10, 20], &[0, 1, 2]);
     assert_eq!(target, BTreeMap::from([(0, 10), (1, 20), (2, 10)]));

@@ -284,7 +284,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// The partition's task, if it is open, whichever shard owns it.
     pub fn partition(&self, key: PartitionKey) -> Option<PartitionHandle> {
-        self.routes.pin().get(&key).map(|route| route.handle.clone())
+        self.routes
+            .pin()
+            .get(&key)
+            .map(|route| route.handle.clone())
     }
 
     /// The open partitions matching `stream_id` / `topic_id` (`None` = any), every shard's.
@@ -361,6 +364,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         f: impl FnOnce(&mut GroupRuntime) -> T,
     ) -> Option<T> {
         self.groups.borrow_mut().get_mut(&key).map(f)
+    }
+
+    /// Whether `client_id` is a member of any group.
+    pub fn is_group_member(&self, client_id: u128) -> bool {
+        let groups = self.groups.borrow();
+        groups.values().any(|group| group.is_member(client_id))
     }
 
     /// Removes `client_id` from every group (logout, eviction, session end).

@@ -3,6 +3,8 @@
 //! Snapshots and the metadata change feed are not offered (`FeatureUnavailable`). The
 //! option catalog, name resolution and access rules are the metadata module's.
 
+use std::sync::Arc;
+
 use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
@@ -135,6 +137,7 @@ fn client_record(connection: &Connection) -> ClientRecord {
         transport: connection.transport,
         user_id: connection.user_id(),
         client_id: connection.session.map(|session| session.client_id),
+        liveness: Arc::clone(&connection.liveness),
     }
 }
 

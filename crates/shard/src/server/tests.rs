@@ -1,5 +1,5 @@
-//! `Server::handle` end to end on frames: the unauthenticated rules, login, bind, logout and
-//! the system commands a client sends first.
+//! `Server::handle` end to end on frames: the unauthenticated rules, login, bind, logout,
+//! the system commands a client sends first, and the eviction of stale group members.
 
 use std::future::Future;
 use std::pin::pin;
@@ -15,8 +15,9 @@ use proto::header::{EvictionReason, Operation, RequestHeader};
 use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
-use super::{Server, ServerInfo};
+use super::{Server, ServerInfo, now_us};
 use crate::connection::{Connection, TransportKind};
+use crate::data::GroupKey;
 use crate::metadata::Metadata;
 use crate::metadata::auth::hash_password;
 use crate::outcome::Outcome;
@@ -55,7 +56,17 @@ fn open(server: &Server) -> Connection {
 }
 
 fn header(operation: Operation, code: CommandCode, body: &[u8], bound: Option<u64>) -> [u8; 256] {
-    let mut header = RequestHeader::new(CLIENT, operation, body.len());
+    header_of(CLIENT, operation, code, body, bound)
+}
+
+fn header_of(
+    client: u128,
+    operation: Operation,
+    code: CommandCode,
+    body: &[u8],
+    bound: Option<u64>,
+) -> [u8; 256] {
+    let mut header = RequestHeader::new(client, operation, body.len());
     if operation == Operation::NonReplicated {
         header.code = code.as_u32().into();
     }
@@ -74,7 +85,10 @@ fn send(
     body: &[u8],
 ) -> Outcome {
     let bound = connection.session.map(|session| session.session);
-    let frame = header(operation, code, body, bound);
+    let client = connection
+        .session
+        .map_or(CLIENT, |session| session.client_id);
+    let frame = header_of(client, operation, code, body, bound);
     block_on(server.handle(connection, &frame, body))
 }
 
@@ -90,14 +104,15 @@ fn login_body(password: &str, dialect: Dialect) -> Vec<u8> {
 }
 
 fn login(server: &Server, connection: &mut Connection) -> LoginReply {
+    login_as(server, connection, CLIENT)
+}
+
+/// Logs `connection` in as the root user under the VSR client id `client`.
+fn login_as(server: &Server, connection: &mut Connection, client: u128) -> LoginReply {
     let body = login_body("secret", Dialect::V0_12_2);
-    let outcome = send(
-        server,
-        connection,
-        Operation::Register,
-        CommandCode::LoginRegister,
-        &body,
-    );
+    let code = CommandCode::LoginRegister;
+    let frame = header_of(client, Operation::Register, code, &body, None);
+    let outcome = block_on(server.handle(connection, &frame, &body));
     let Outcome::Reply(reply) = outcome else {
         panic!("login evicted: {outcome:?}");
     };
@@ -427,4 +442,121 @@ fn a_request_naming_another_session_is_evicted() {
         ping(session + 1, &mut connection),
         Outcome::Evict(EvictionReason::NoSession)
     );
+}
+
+/// Stream 0 with topic 0 (no partitions) and consumer group 0, known to the data plane.
+fn add_group(server: &Server) -> GroupKey {
+    use proto::primitives::OptionsBlock;
+
+    use crate::metadata::{ConsumerGroup, Stream, Topic, TopicSettings};
+
+    let group = ConsumerGroup {
+        id: 0,
+        name: "readers".into(),
+        created_at: 0,
+    };
+    let topic = Topic {
+        id: 0,
+        name: "events".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        settings: TopicSettings::default(),
+        partitions: std::collections::BTreeMap::new(),
+        groups: [(0, group)].into(),
+        next_group_id: 1,
+    };
+    let stream = Stream {
+        id: 0,
+        name: "orders".into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+        topics: [(0, topic)].into(),
+    };
+    server.metadata.borrow_mut().streams.insert(0, stream);
+    let metadata = server.metadata.borrow().clone();
+    block_on(server.data.open_all(&metadata)).unwrap();
+    GroupKey {
+        stream_id: 0,
+        topic_id: 0,
+        group_id: 0,
+    }
+}
+
+fn join(server: &Server, connection: &mut Connection) {
+    use proto::commands::groups::JoinConsumerGroup;
+    use proto::primitives::Identifier;
+
+    let join = JoinConsumerGroup {
+        stream_id: Identifier::Numeric(0),
+        topic_id: Identifier::Numeric(0),
+        group_id: Identifier::Numeric(0),
+    };
+    let body = encode_to_vec(&join, Dialect::V0_12_2);
+    let code = CommandCode::JoinConsumerGroup;
+    let outcome = send(server, connection, code.operation(), code, &body);
+    assert_eq!(status(&outcome), 0);
+}
+
+#[test]
+fn idle_group_members_are_evicted_as_stale_clients() {
+    const MEMBER: u128 = CLIENT + 1;
+    const BYSTANDER: u128 = CLIENT + 2;
+    let server = server();
+    let group = add_group(&server);
+    let mut idle = open(&server);
+    let idle_session = login_as(&server, &mut idle, CLIENT).session;
+    let mut busy = open(&server);
+    let busy_session = login_as(&server, &mut busy, MEMBER).session;
+    let mut bystander = open(&server);
+    let bystander_session = login_as(&server, &mut bystander, BYSTANDER).session;
+    join(&server, &mut idle);
+    join(&server, &mut busy);
+    let now = now_us();
+    let idle_max_us = server.info.groups.idle_max_us().unwrap();
+    idle.liveness.stamp(now - idle_max_us - 1);
+    bystander.liveness.stamp(0);
+    // A request now keeps `busy` alive.
+    let ping = send(
+        &server,
+        &mut busy,
+        Operation::NonReplicated,
+        CommandCode::Ping,
+        &[],
+    );
+    assert_eq!(status(&ping), 0);
+
+    server.tick(now);
+
+    let live = |client, session| server.sessions.borrow().is_live(client, session);
+    let member = |client| {
+        server
+            .data
+            .with_group(group, |group| group.is_member(client))
+    };
+    assert_eq!(
+        idle.liveness.eviction().reason(),
+        Some(EvictionReason::StaleClient)
+    );
+    assert_eq!(member(CLIENT), Some(false));
+    assert!(!live(CLIENT, idle_session));
+    assert_eq!(busy.liveness.eviction().reason(), None);
+    assert_eq!(member(MEMBER), Some(true));
+    assert!(live(MEMBER, busy_session));
+    // Idle without memberships: nothing to release, so it stays.
+    assert_eq!(bystander.liveness.eviction().reason(), None);
+    assert!(live(BYSTANDER, bystander_session));
+    // The registry record carries the same signal the connection's shard waits on.
+    let record = server.clients().remove(&idle.client_number).unwrap();
+    assert_eq!(
+        record.liveness.eviction().reason(),
+        Some(EvictionReason::StaleClient)
+    );
+    let after = send(
+        &server,
+        &mut idle,
+        Operation::NonReplicated,
+        CommandCode::Ping,
+        &[],
+    );
+    assert!(matches!(after, Outcome::Evict(EvictionReason::NoSession)));
 }

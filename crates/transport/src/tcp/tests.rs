@@ -1,14 +1,18 @@
-//! The TCP loop over loopback with a scripted handler: pipelined requests are answered as
-//! they complete, and a bad frame closes only its own connection.
+//! The TCP loop over loopback with scripted handlers: pipelined requests are answered as
+//! they complete, a bad frame closes only its own connection, and an eviction the handler
+//! signals between requests reaches the client before the connection closes.
 
 use std::cell::Cell;
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::header::{EvictionHeader, HEADER_SIZE, Operation, ReplyHeader, RequestHeader};
+use proto::header::{
+    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
+};
 use proto::{Dialect, ErrorCode};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -45,6 +49,49 @@ impl ConnectionHandler for Scripted {
             commit: 0,
             body: body.to_vec(),
         }
+    }
+
+    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
+        std::future::pending()
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+/// Echoes every request but number 2, which fires the eviction and is never answered: the
+/// eviction frame must come from the signal, not from an answer.
+#[derive(Default)]
+struct Evicting {
+    fired: Cell<bool>,
+}
+
+impl ConnectionHandler for Evicting {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        if RequestHeader::ref_from_bytes(header).unwrap().request.get() == 2 {
+            self.fired.set(true);
+            std::future::pending::<()>().await;
+        }
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: body.to_vec(),
+        }
+    }
+
+    async fn evicted(&self, (): &()) -> EvictionReason {
+        while !self.fired.get() {
+            compio::time::sleep(Duration::from_millis(1)).await;
+        }
+        EvictionReason::StaleClient
     }
 
     fn dialect(&self, (): &()) -> Dialect {
@@ -113,8 +160,41 @@ fn client(address: SocketAddr) {
     assert_eq!(&read_frame(&mut stream)[256..], b"still here");
 }
 
+/// The eviction arrives while request 2 is still being handled, with reason 13 and the
+/// client id of the connection's requests, and the server closes the socket after it.
+fn evicted_client(address: SocketAddr) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&request(1, b"alive")).unwrap();
+    assert_eq!(&read_frame(&mut stream)[256..], b"alive");
+    stream.write_all(&request(2, b"goes silent")).unwrap();
+    let frame = read_frame(&mut stream);
+    let eviction = EvictionHeader::parse(&frame).unwrap();
+    assert_eq!(eviction.reason(), Some(EvictionReason::StaleClient));
+    assert_eq!(eviction.reason, 13);
+    assert_eq!(eviction.client.get(), 7);
+    assert_eq!(
+        stream.read(&mut [0; 1]).unwrap(),
+        0,
+        "the evicted connection is closed"
+    );
+}
+
 #[test]
 fn pipelined_requests_bad_frames_and_shutdown() {
+    serve_until_done(Scripted::default(), client);
+}
+
+#[test]
+fn a_signalled_eviction_is_written_and_closes_the_connection() {
+    serve_until_done(Evicting::default(), evicted_client);
+}
+
+/// Serves `handler` on a loopback listener until `client`, run on its own thread (the
+/// runtime thread serves), returns; fails if the client failed.
+fn serve_until_done<H: ConnectionHandler + 'static>(handler: H, client: fn(SocketAddr)) {
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let config = TcpConfig {
@@ -146,7 +226,7 @@ fn pipelined_requests_bad_frames_and_shutdown() {
                 result
             }
         });
-        server.serve(Rc::new(Scripted::default()), stop).await;
+        server.serve(Rc::new(handler), stop).await;
         assert!(watcher.await.unwrap().is_ok(), "the client thread failed");
     });
 }
@@ -171,6 +251,10 @@ impl ConnectionHandler for ThreadName {
 
     fn dialect(&self, (): &()) -> Dialect {
         Dialect::V0_12_2
+    }
+
+    async fn evicted(&self, (): &()) -> EvictionReason {
+        std::future::pending().await
     }
 
     fn close(&self, (): ()) {}
