@@ -329,7 +329,7 @@ fn partition_route_names_the_incarnation_and_commit() {
     use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
     use proto::primitives::{Identifier, OptionsBlock};
 
-    use crate::metadata::{Partition, Stream, Topic, TopicSettings};
+    use crate::metadata::{Partition, Topic, TopicSettings};
 
     let server = server();
     let mut connection = open(&server);
@@ -349,14 +349,7 @@ fn partition_route_names_the_incarnation_and_commit() {
         groups: std::collections::BTreeMap::new(),
         next_group_id: 0,
     };
-    let stream = Stream {
-        id: 3,
-        name: "orders".into(),
-        created_at: 0,
-        options: OptionsBlock::default(),
-        topics: [(0, topic)].into(),
-    };
-    server.metadata.borrow_mut().streams.insert(3, stream);
+    insert_orders(&server, 3, topic);
     let mut route = |partition_id| {
         let request = GetPartitionRoute {
             stream_id: Identifier::Name(WireName::new("orders").unwrap()),
@@ -448,7 +441,7 @@ fn a_request_naming_another_session_is_evicted() {
 fn add_group(server: &Server) -> GroupKey {
     use proto::primitives::OptionsBlock;
 
-    use crate::metadata::{ConsumerGroup, Stream, Topic, TopicSettings};
+    use crate::metadata::{ConsumerGroup, Topic, TopicSettings};
 
     let group = ConsumerGroup {
         id: 0,
@@ -465,14 +458,7 @@ fn add_group(server: &Server) -> GroupKey {
         groups: [(0, group)].into(),
         next_group_id: 1,
     };
-    let stream = Stream {
-        id: 0,
-        name: "orders".into(),
-        created_at: 0,
-        options: OptionsBlock::default(),
-        topics: [(0, topic)].into(),
-    };
-    server.metadata.borrow_mut().streams.insert(0, stream);
+    insert_orders(server, 0, topic);
     let metadata = server.metadata.borrow().clone();
     block_on(server.data.open_all(&metadata)).unwrap();
     GroupKey {
@@ -559,4 +545,16 @@ fn idle_group_members_are_evicted_as_stale_clients() {
         &[],
     );
     assert!(matches!(after, Outcome::Evict(EvictionReason::NoSession)));
+}
+
+/// Puts stream `id`, named `orders`, holding `topic` as topic 0, into the metadata.
+fn insert_orders(server: &Server, id: u32, topic: crate::metadata::Topic) {
+    let stream = crate::metadata::Stream {
+        id,
+        name: "orders".into(),
+        created_at: 0,
+        options: proto::primitives::OptionsBlock::default(),
+        topics: [(0, topic)].into(),
+    };
+    server.metadata.borrow_mut().streams.insert(id, stream);
 }
