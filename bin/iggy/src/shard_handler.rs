@@ -50,6 +50,7 @@ impl ConnectionHandler for ShardHandler {
                 status: reply.status,
                 commit: reply.commit,
                 body: reply.body,
+                tail: reply.tail,
             },
             Outcome::Evict(reason) => Answer::Evict(reason),
             Outcome::Silent => Answer::Silent,

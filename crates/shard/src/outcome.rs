@@ -23,6 +23,9 @@ pub struct Reply {
     pub status: u32,
     /// The body, result section included where the operation is result-framed.
     pub body: Vec<u8>,
+    /// Sent after `body` from its own buffer: a poll's records, moved from the read that
+    /// produced them instead of copied behind the head.
+    pub tail: Vec<u8>,
     /// The metadata commit number to report (`commit`).
     pub commit: u64,
 }
@@ -30,10 +33,16 @@ pub struct Reply {
 impl Outcome {
     /// A successful reply whose body is already encoded.
     pub fn ok(operation: Operation, body: Vec<u8>, commit: u64) -> Self {
+        Self::ok_with_tail(operation, body, Vec::new(), commit)
+    }
+
+    /// A successful reply whose body is `body` followed by `tail`.
+    pub fn ok_with_tail(operation: Operation, body: Vec<u8>, tail: Vec<u8>, commit: u64) -> Self {
         Self::Reply(Reply {
             operation,
             status: 0,
             body,
+            tail,
             commit,
         })
     }
@@ -45,6 +54,7 @@ impl Outcome {
             operation,
             status: code.as_u32(),
             body: Vec::new(),
+            tail: Vec::new(),
             commit,
         })
     }

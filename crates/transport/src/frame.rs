@@ -18,6 +18,9 @@ pub enum Answer {
         status: u32,
         commit: u64,
         body: Vec<u8>,
+        /// Sent after `body`, from its own buffer (a poll's records, moved from the read that
+        /// produced them): the frame is written with one vectored write, not copied together.
+        tail: Vec<u8>,
     },
     /// An eviction frame; the connection is closed after it.
     Evict(EvictionReason),
@@ -25,17 +28,43 @@ pub enum Answer {
     Silent,
 }
 
-/// The bytes to send for `answer` to the request whose header is `request`, or `None` for a
+/// One frame to write: `head` (the header and the body), then `tail` (often empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+impl Frame {
+    /// The frame as one buffer (for tests, and transports that cannot write vectored).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let Self { mut head, tail } = self;
+        head.extend_from_slice(&tail);
+        head
+    }
+}
+
+/// The frame to send for `answer` to the request whose header is `request`, or `None` for a
 /// silent answer. Status codes the dialect's clients do not know are mapped to ones they do.
-pub fn encode(request: &[u8; HEADER_SIZE], answer: Answer, dialect: Dialect) -> Option<Vec<u8>> {
+pub fn encode(request: &[u8; HEADER_SIZE], answer: Answer, dialect: Dialect) -> Option<Frame> {
     match answer {
         Answer::Reply {
             operation,
             status,
             commit,
             body,
-        } => Some(reply(request, operation, status, commit, &body, dialect)),
-        Answer::Evict(reason) => Some(eviction(request, reason)),
+            tail,
+        } => Some(reply(
+            request,
+            (operation, status, commit),
+            body,
+            tail,
+            dialect,
+        )),
+        Answer::Evict(reason) => Some(Frame {
+            head: eviction(request, reason),
+            tail: Vec::new(),
+        }),
         Answer::Silent => None,
     }
 }
@@ -55,25 +84,30 @@ pub fn client(request: &[u8; HEADER_SIZE]) -> u128 {
     view(request).client.get()
 }
 
+/// A reply frame; `fields` are the header's operation, status and commit.
 fn reply(
     request: &[u8; HEADER_SIZE],
-    operation: Operation,
-    status: u32,
-    commit: u64,
-    body: &[u8],
+    (operation, status, commit): (Operation, u32, u64),
+    body: Vec<u8>,
+    tail: Vec<u8>,
     dialect: Dialect,
-) -> Vec<u8> {
+) -> Frame {
     let status = match ErrorCode::from_u32(status) {
         Some(code) if status != 0 => code.for_dialect(dialect).as_u32(),
         _ => status,
     };
     // A refusal carries no body (§1.5 `status`).
-    let body = if status == 0 { body } else { &[] };
-    let header = ReplyHeader::for_request(view(request), operation, status, commit, body.len());
-    let mut frame = Vec::with_capacity(HEADER_SIZE.saturating_add(body.len()));
-    frame.extend_from_slice(header.as_bytes());
-    frame.extend_from_slice(body);
-    frame
+    let (body, tail) = if status == 0 {
+        (body, tail)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let length = body.len().saturating_add(tail.len());
+    let header = ReplyHeader::for_request(view(request), operation, status, commit, length);
+    let mut head = Vec::with_capacity(HEADER_SIZE.saturating_add(body.len()));
+    head.extend_from_slice(header.as_bytes());
+    head.extend_from_slice(&body);
+    Frame { head, tail }
 }
 
 /// The request header fields, read in place without validation: replies echo them as sent.
@@ -102,14 +136,17 @@ mod tests {
             status: 0,
             commit: 3,
             body: vec![1, 2],
+            tail: vec![3],
         };
         let frame = encode(&request(7, 5), answer, Dialect::V0_12_2).unwrap();
+        assert_eq!(frame.tail, [3], "the tail is not copied");
+        let frame = frame.into_bytes();
         let header = ReplyHeader::parse(&frame).unwrap();
         assert_eq!(header.request.get(), 5);
         assert_eq!(header.client.get(), 7);
         assert_eq!(header.commit.get(), 3);
-        assert_eq!(header.body_length(), 2);
-        assert_eq!(&frame[256..], &[1, 2]);
+        assert_eq!(header.body_length(), 3);
+        assert_eq!(&frame[256..], &[1, 2, 3]);
     }
 
     #[test]
@@ -122,8 +159,11 @@ mod tests {
             status: code.as_u32(),
             commit: 0,
             body: vec![9],
+            tail: vec![10],
         };
-        let frame = encode(&request(7, 1), answer, Dialect::V0_11_0).unwrap();
+        let frame = encode(&request(7, 1), answer, Dialect::V0_11_0)
+            .unwrap()
+            .into_bytes();
         let header = ReplyHeader::parse(&frame).unwrap();
         assert_eq!(frame.len(), 256);
         assert_eq!(
@@ -135,7 +175,9 @@ mod tests {
     #[test]
     fn eviction_and_silence() {
         let answer = Answer::Evict(EvictionReason::NoSession);
-        let frame = encode(&request(9, 0), answer, Dialect::V0_12_2).unwrap();
+        let frame = encode(&request(9, 0), answer, Dialect::V0_12_2)
+            .unwrap()
+            .into_bytes();
         let header = EvictionHeader::parse(&frame).unwrap();
         assert_eq!(header.reason(), Some(EvictionReason::NoSession));
         assert_eq!(header.client.get(), 9);

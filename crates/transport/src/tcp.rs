@@ -473,8 +473,8 @@ async fn write_answer<H: ConnectionHandler>(
     answer: Answer,
 ) -> Result<(), Ended> {
     let evicted = matches!(answer, Answer::Evict(_));
-    if let Some(bytes) = frame::encode(header, answer, handler.dialect(connection)) {
-        write(writer, bytes).await?;
+    if let Some(frame) = frame::encode(header, answer, handler.dialect(connection)) {
+        write_frame(writer, frame).await?;
     }
     if evicted { Err(Ended::Evicted) } else { Ok(()) }
 }
@@ -537,6 +537,15 @@ async fn read_exact(stream: &mut TcpStream, length: usize) -> Result<Vec<u8>, En
 
 async fn write(stream: &mut TcpStream, bytes: Vec<u8>) -> Result<(), Ended> {
     let BufResult(result, _) = stream.write_all(bytes).await;
+    result.map_err(Ended::Io)
+}
+
+/// Writes the head and then the tail with one vectored write (no copy of the tail).
+async fn write_frame(stream: &mut TcpStream, frame: frame::Frame) -> Result<(), Ended> {
+    if frame.tail.is_empty() {
+        return write(stream, frame.head).await;
+    }
+    let BufResult(result, _) = stream.write_vectored_all([frame.head, frame.tail]).await;
     result.map_err(Ended::Io)
 }
 

@@ -118,7 +118,14 @@ async fn read_segment<F: StorageFile>(
                 path: segment.paths.log.clone(),
                 source,
             })?;
-        if take_records(segment, &chunk, position, cursor, count, max_bytes, records)? {
+        if take_records(
+            segment,
+            chunk,
+            position,
+            cursor,
+            (count, max_bytes),
+            records,
+        )? {
             return Ok(true);
         }
         entry = end_entry;
@@ -150,18 +157,41 @@ fn run_end<F>(segment: &Segment<F>, first: usize, max_bytes: u64, wanted_end: u6
     end
 }
 
-/// Validates the records in `chunk` and appends what the read wants of them.
+/// What a read keeps of one record of a chunk.
+#[derive(Debug)]
+enum Kept {
+    /// The whole record: `length` bytes from `start` of the chunk.
+    Whole { start: usize, length: usize },
+    /// Some of its messages behind their own batch header.
+    Sliced(Vec<u8>),
+}
+
+/// The records taken from one chunk so far, not yet in the read's bytes.
+#[derive(Debug, Default)]
+struct Taken {
+    kept: Vec<Kept>,
+    /// Bytes of the reply with these records: the read's bytes plus every kept piece.
+    length: u64,
+}
+
+/// Validates the records in `chunk` and adds what the read wants of them. When the read is
+/// still empty and wants every record of the chunk whole (a poll of whole batches, the usual
+/// case), the chunk itself becomes the read's bytes: nothing is copied.
 fn take_records<F>(
     segment: &Segment<F>,
-    chunk: &[u8],
+    chunk: Vec<u8>,
     position: u64,
     cursor: &mut u64,
-    count: u32,
-    max_bytes: u64,
+    want: (u32, u64),
     records: &mut Records,
 ) -> Result<bool, ReadError> {
-    let mut rest = chunk;
+    let mut taken = Taken {
+        kept: Vec::new(),
+        length: records.bytes.len() as u64,
+    };
+    let mut rest = &chunk[..];
     let mut at = position;
+    let mut done = false;
     while !rest.is_empty() {
         let offset = usize::try_from(at).unwrap_or(usize::MAX);
         let (batch, remaining) =
@@ -172,22 +202,54 @@ fn take_records<F>(
                     source,
                 },
             )?;
+        let start = to_usize(at - position);
         at += batch.as_bytes().len() as u64;
         rest = remaining;
-        if push_record(&batch, cursor, count, max_bytes, records) {
-            return Ok(true);
+        if push_record(&batch, start, cursor, want, records, &mut taken) {
+            done = true;
+            break;
         }
     }
-    Ok(false)
+    keep(records, chunk, taken.kept);
+    Ok(done)
 }
 
-/// Appends the wanted part of one record; returns `true` when the read is complete.
+/// Moves `chunk` into the empty read when `kept` is all of it, whole and in order; copies
+/// the kept pieces otherwise.
+fn keep(records: &mut Records, chunk: Vec<u8>, kept: Vec<Kept>) {
+    let mut covered = 0;
+    let all_whole = kept.iter().all(|piece| match piece {
+        Kept::Whole { start, length } if *start == covered => {
+            covered += length;
+            true
+        }
+        _ => false,
+    });
+    if records.bytes.is_empty() && all_whole && covered == chunk.len() {
+        records.bytes = chunk;
+        return;
+    }
+    for piece in kept {
+        match piece {
+            Kept::Whole { start, length } => {
+                records
+                    .bytes
+                    .extend_from_slice(&chunk[start..start + length]);
+            }
+            Kept::Sliced(bytes) => records.bytes.extend_from_slice(&bytes),
+        }
+    }
+}
+
+/// Takes the wanted part of one record (at `start` of its chunk); returns `true` when the
+/// read is complete. `want` is the read's message count and byte budget.
 fn push_record(
     batch: &Batch<'_>,
+    start: usize,
     cursor: &mut u64,
-    count: u32,
-    max_bytes: u64,
+    (count, max_bytes): (u32, u64),
     records: &mut Records,
+    taken: &mut Taken,
 ) -> bool {
     let base = batch.header().base_offset.get();
     let stored = batch.message_count();
@@ -203,19 +265,22 @@ fn push_record(
     } else {
         sliced_length(batch, skip, take)
     };
-    let over_budget = records.bytes.len() as u64 + length as u64 > max_bytes;
-    if over_budget && !records.bytes.is_empty() {
+    let over_budget = taken.length + length as u64 > max_bytes;
+    if over_budget && taken.length > 0 {
         records.byte_budget_reached = true;
         return true;
     }
     if whole {
-        records.bytes.extend_from_slice(batch.as_bytes());
+        taken.kept.push(Kept::Whole { start, length });
     } else if let Some(slice) = batch.slice(to_usize(skip), to_usize(take)) {
-        records.bytes.extend_from_slice(&slice.header);
-        records.bytes.extend_from_slice(slice.frames);
+        let mut bytes = Vec::with_capacity(length);
+        bytes.extend_from_slice(&slice.header);
+        bytes.extend_from_slice(slice.frames);
+        taken.kept.push(Kept::Sliced(bytes));
     }
-    let taken = u32::try_from(take).unwrap_or(u32::MAX);
-    records.messages_count += taken;
+    taken.length += length as u64;
+    let taken_count = u32::try_from(take).unwrap_or(u32::MAX);
+    records.messages_count += taken_count;
     *cursor = base + skip + take;
     records.last_offset = Some(*cursor - 1);
     records.byte_budget_reached |= over_budget;
@@ -234,4 +299,60 @@ fn sliced_length(batch: &Batch<'_>, skip: u64, take: u64) -> usize {
 
 fn to_usize(value: u64) -> usize {
     usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod keep_tests {
+    use super::{Kept, Records, keep};
+
+    #[test]
+    fn a_chunk_taken_whole_becomes_the_read_without_a_copy() {
+        let chunk = vec![1, 2, 3, 4, 5];
+        let address = chunk.as_ptr();
+        let mut records = Records::default();
+        let kept = vec![
+            Kept::Whole {
+                start: 0,
+                length: 2,
+            },
+            Kept::Whole {
+                start: 2,
+                length: 3,
+            },
+        ];
+        keep(&mut records, chunk, kept);
+        assert_eq!(records.bytes, [1, 2, 3, 4, 5]);
+        assert_eq!(records.bytes.as_ptr(), address, "the chunk itself, moved");
+    }
+
+    #[test]
+    fn partial_or_later_chunks_are_copied_piece_by_piece() {
+        let mut records = Records::default();
+        let kept = vec![
+            Kept::Sliced(vec![9, 9]),
+            Kept::Whole {
+                start: 3,
+                length: 2,
+            },
+        ];
+        keep(&mut records, vec![1, 2, 3, 4, 5], kept);
+        assert_eq!(records.bytes, [9, 9, 4, 5]);
+        let whole = vec![Kept::Whole {
+            start: 0,
+            length: 2,
+        }];
+        keep(&mut records, vec![7, 8], whole);
+        assert_eq!(
+            records.bytes,
+            [9, 9, 4, 5, 7, 8],
+            "appended to a read under way"
+        );
+        let mut short = Records::default();
+        let head = vec![Kept::Whole {
+            start: 0,
+            length: 1,
+        }];
+        keep(&mut short, vec![6, 7], head);
+        assert_eq!(short.bytes, [6], "only what was kept");
+    }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use proto::Dialect;
 use proto::ErrorCode;
-use proto::codec::encode_to_vec;
+use proto::codec::{Writer, encode_to_vec};
 use proto::commands::messages::{PolledMessages, poll_head_length};
 use proto::commands::poll_selector::PollSelector;
 use proto::header::PartitionContext;
@@ -95,6 +95,21 @@ impl Polled {
             context: PartitionContext::default(),
             records: Records::default(),
         }
+    }
+
+    /// The reply body split in two, without copying the records: the 40-byte (0.12.2) or
+    /// 16-byte (0.11.0) head, and the records.
+    pub fn into_head_and_records(self, dialect: Dialect) -> (Vec<u8>, Vec<u8>) {
+        let reply = PolledMessages {
+            partition_id: self.partition_id,
+            current_offset: self.current_offset,
+            messages_count: self.records.messages_count,
+            context: self.context,
+            records: &[],
+        };
+        let mut head = Vec::with_capacity(poll_head_length(dialect));
+        reply.encode_head(&mut Writer::new(&mut head, dialect));
+        (head, self.records.bytes)
     }
 
     /// The reply body: the 40-byte (0.12.2) or 16-byte (0.11.0) head and the records.

@@ -187,6 +187,16 @@ fn send_poll_auto_commit_and_offsets() {
         let decoded = decode_exact::<PolledMessages<'_>>(&body, Dialect::V0_12_2).unwrap();
         assert_eq!((decoded.messages_count, decoded.current_offset), (4, 5));
         assert_eq!(polled.encode(Dialect::V0_11_0).len(), body.len() - 24);
+        for dialect in [Dialect::V0_12_2, Dialect::V0_11_0] {
+            let whole = polled.encode(dialect);
+            let (mut head, records) = polled.clone().into_head_and_records(dialect);
+            assert_eq!(
+                head.len(),
+                proto::commands::messages::poll_head_length(dialect)
+            );
+            head.extend_from_slice(&records);
+            assert_eq!(head, whole, "head + records is the body, {dialect:?}");
+        }
 
         let offsets = OffsetSelector {
             consumer: selector.consumer.clone(),

@@ -242,7 +242,10 @@ async fn poll(
         None => server.data.poll(&plan).await,
     };
     match polled {
-        Ok(polled) => Outcome::ok(operation, polled.encode(request.dialect), commit),
+        Ok(polled) => {
+            let (head, records) = polled.into_head_and_records(request.dialect);
+            Outcome::ok_with_tail(operation, head, records, commit)
+        }
         Err(error) => Outcome::refused(operation, error.code(), commit),
     }
 }

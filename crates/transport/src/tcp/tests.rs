@@ -19,7 +19,8 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::{TcpConfig, TcpServer, TcpShard};
 use crate::{Answer, ConnectionHandler};
 
-/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
+/// Request 1 waits until request 2 has been handled; every answer echoes the request body,
+/// its first half as the reply body and the rest as the tail (a vectored write).
 #[derive(Default)]
 struct Scripted {
     second_seen: Cell<bool>,
@@ -47,7 +48,8 @@ impl ConnectionHandler for Scripted {
                 0
             },
             commit: 0,
-            body: body.to_vec(),
+            body: body[..body.len() / 2].to_vec(),
+            tail: body[body.len() / 2..].to_vec(),
         }
     }
 
@@ -84,6 +86,7 @@ impl ConnectionHandler for Evicting {
             status: 0,
             commit: 0,
             body: body.to_vec(),
+            tail: Vec::new(),
         }
     }
 
@@ -246,6 +249,7 @@ impl ConnectionHandler for ThreadName {
             status: 0,
             commit: 0,
             body: name.into_bytes(),
+            tail: Vec::new(),
         }
     }
 
