@@ -46,16 +46,20 @@ pub(crate) struct Listeners {
     tcp_config: transport::tcp::TcpConfig,
 }
 
-/// The leader's ends of the channels that hand accepted connections to the other shards.
+/// The leader's ends of the channels that hand accepted connections to the other shards, and
+/// the leader's buffer pool settings.
 pub(crate) struct Handoffs {
+    pool: pool::PoolConfig,
     #[cfg(feature = "tcp")]
     tcp: Vec<transport::tcp::Handoff>,
     #[cfg(feature = "tcp")]
     tcp_connections: transport::tcp::ConnectionCount,
 }
 
-/// What one shard other than the leader serves: the connections handed to it.
+/// What one shard other than the leader serves: the connections handed to it, with a buffer
+/// pool of its own (made on its thread: pools are per shard).
 pub(crate) struct Handed {
+    pool: pool::PoolConfig,
     #[cfg(feature = "tcp")]
     tcp: Option<(transport::tcp::HandoffInbox, transport::tcp::TcpConfig)>,
     #[cfg(feature = "tcp")]
@@ -96,8 +100,12 @@ impl Listeners {
     }
 
     /// The hand-off channels to `others` shards besides the leader: the leader's ends, and
-    /// one [`Handed`] per other shard, in shard order.
-    pub(crate) fn handoffs(&self, others: usize) -> (Handoffs, Vec<Handed>) {
+    /// one [`Handed`] per other shard, in shard order. Every shard's pool is `pool`.
+    pub(crate) fn handoffs(
+        &self,
+        others: usize,
+        pool: pool::PoolConfig,
+    ) -> (Handoffs, Vec<Handed>) {
         #[cfg(feature = "tcp")]
         {
             let connections = transport::tcp::ConnectionCount::default();
@@ -110,11 +118,13 @@ impl Listeners {
                     (inbox, self.tcp_config)
                 });
                 handed.push(Handed {
+                    pool,
                     tcp,
                     tcp_connections: std::sync::Arc::clone(&connections),
                 });
             }
             let handoffs = Handoffs {
+                pool,
                 tcp: senders,
                 tcp_connections: connections,
             };
@@ -122,7 +132,8 @@ impl Listeners {
         }
         #[cfg(not(feature = "tcp"))]
         {
-            (Handoffs {}, (0..others).map(|_| Handed {}).collect())
+            let handed = (0..others).map(|_| Handed { pool }).collect();
+            (Handoffs { pool }, handed)
         }
     }
 
@@ -146,8 +157,12 @@ impl Listeners {
                 server,
                 transport: shard::TransportKind::Tcp,
             });
-            let local =
-                transport::tcp::TcpShard::new(self.tcp_config, handler, handoffs.tcp_connections);
+            let local = transport::tcp::TcpShard::new(
+                self.tcp_config,
+                handler,
+                handoffs.tcp_connections,
+                Rc::new(pool::Pool::new_unchecked(handoffs.pool)),
+            );
             tcp.accept(&local, handoffs.tcp, shutdown).await;
             local.drain().await;
             return;
@@ -168,7 +183,8 @@ impl Handed {
                 server,
                 transport: shard::TransportKind::Tcp,
             });
-            let local = transport::tcp::TcpShard::new(config, handler, self.tcp_connections);
+            let pool = Rc::new(pool::Pool::new_unchecked(self.pool));
+            let local = transport::tcp::TcpShard::new(config, handler, self.tcp_connections, pool);
             local.receive(inbox).await;
             local.drain().await;
             return;

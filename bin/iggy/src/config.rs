@@ -68,6 +68,34 @@ pub(crate) enum ConfigError {
 }
 
 impl Config {
+    /// The buffer pool of one of `shards` shards: an equal part of `system.memory_pool.size`,
+    /// which as a whole must meet the pool's minimum.
+    pub(crate) fn shard_pool(&self, shards: usize) -> Result<pool::PoolConfig, ConfigError> {
+        let invalid = |key: &str, reason: String| ConfigError::Invalid {
+            key: key.to_owned(),
+            reason,
+        };
+        let whole = pool::PoolConfig {
+            enabled: self.memory_pool_enabled,
+            size_bytes: self.memory_pool_size_bytes,
+            bucket_capacity: usize::try_from(self.memory_pool_bucket_capacity).map_err(
+                |error| invalid("system.memory_pool.bucket_capacity", error.to_string()),
+            )?,
+        };
+        whole.validate().map_err(|error| {
+            let key = match error {
+                pool::ConfigError::SizeTooSmall { .. } => "system.memory_pool.size",
+                pool::ConfigError::BucketCapacityZero => "system.memory_pool.bucket_capacity",
+            };
+            invalid(key, error.to_string())
+        })?;
+        let shards = u64::try_from(shards.max(1)).unwrap_or(u64::MAX);
+        Ok(pool::PoolConfig {
+            size_bytes: whole.size_bytes / shards,
+            ..whole
+        })
+    }
+
     /// Defaults, then `file` if given, then the variables in `environment` (name, value).
     pub(crate) fn load(
         file: Option<&Path>,

@@ -202,7 +202,8 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     };
     let leader_inbox =
         compio::runtime::spawn(leader_inbox.serve(Rc::clone(&server), inbox_stopped));
-    let (handoffs, handed) = listeners.handoffs(cores.len() - 1);
+    let pool = config.shard_pool(cores.len())?;
+    let (handoffs, handed) = listeners.handoffs(cores.len() - 1, pool);
     let mut running = Vec::with_capacity(cores.len() - 1);
     let others = inboxes.zip(handed).zip(cores.iter().skip(1)).enumerate();
     for (offset, ((inbox, handed), &core)) in others {

@@ -20,14 +20,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use compio::BufResult;
-use compio::buf::{IntoInner, IoBuf};
-use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::io::AsyncWriteExt;
 use compio::net::{TcpListener, TcpStream};
 use futures_channel::mpsc;
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use pool::Pool;
 use proto::header::{Command, EvictionReason, HEADER_SIZE, frame_prefix};
 
+use self::body::Body;
 use crate::frame::{self, Answer};
 use crate::{BadFrame, ConnectionHandler};
 
@@ -111,17 +112,25 @@ pub struct TcpShard<H> {
     handler: Rc<H>,
     state: Rc<ServeState>,
     connections: ConnectionCount,
+    /// The shard's buffer pool: request bodies are read into it.
+    pool: Rc<Pool>,
 }
 
 impl<H: ConnectionHandler + 'static> TcpShard<H> {
-    /// A shard serving with `handler`; `connections` is shared with the accept loop and the
-    /// other shards.
-    pub fn new(config: TcpConfig, handler: Rc<H>, connections: ConnectionCount) -> Self {
+    /// A shard serving with `handler` and reading bodies into `pool`; `connections` is
+    /// shared with the accept loop and the other shards.
+    pub fn new(
+        config: TcpConfig,
+        handler: Rc<H>,
+        connections: ConnectionCount,
+        pool: Rc<Pool>,
+    ) -> Self {
         Self {
             config,
             handler,
             state: Rc::default(),
             connections,
+            pool,
         }
     }
 
@@ -148,9 +157,16 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
         let state = Rc::clone(&self.state);
         let connections = Arc::clone(&self.connections);
         let config = self.config;
+        let pool = Rc::clone(&self.pool);
         compio::runtime::spawn(async move {
             let connection = handler.open(peer);
-            let connection = serve_connection(stream, peer, config, &*handler, &state, connection);
+            let serving = Serving {
+                config,
+                handler: &*handler,
+                state: &state,
+                pool,
+            };
+            let connection = serve_connection(stream, peer, serving, connection);
             handler.close(connection.await);
             connections.fetch_sub(1, Ordering::Relaxed);
         })
@@ -206,13 +222,13 @@ impl TcpServer {
         self.local_address
     }
 
-    /// Serves every connection on the current runtime (one shard) until `shutdown`
-    /// completes, then lets the requests being handled finish.
-    pub async fn serve<H>(self, handler: Rc<H>, shutdown: impl Future<Output = ()>)
+    /// Serves every connection on the current runtime (one shard), reading bodies into
+    /// `pool`, until `shutdown` completes, then lets the requests being handled finish.
+    pub async fn serve<H>(self, handler: Rc<H>, pool: Rc<Pool>, shutdown: impl Future<Output = ()>)
     where
         H: ConnectionHandler + 'static,
     {
-        let shard = TcpShard::new(self.config, handler, ConnectionCount::default());
+        let shard = TcpShard::new(self.config, handler, ConnectionCount::default(), pool);
         self.accept(&shard, Vec::new(), shutdown).await;
         shard.drain().await;
     }
@@ -304,25 +320,37 @@ enum Ended {
 
 /// What the reader task hands the connection loop.
 enum Incoming {
-    Frame(Box<[u8; HEADER_SIZE]>, Vec<u8>),
+    Frame(Box<[u8; HEADER_SIZE]>, Body),
     /// The frame's prefix is bad: evict with the header as sent, then close.
     Bad(Box<[u8; HEADER_SIZE]>, BadFrame, proto::DecodeError),
     /// Reading stopped: the peer closed or the socket failed.
     End(Ended),
 }
 
+/// What a connection's task serves with.
+struct Serving<'s, H> {
+    config: TcpConfig,
+    handler: &'s H,
+    state: &'s ServeState,
+    pool: Rc<Pool>,
+}
+
 async fn serve_connection<H: ConnectionHandler>(
     stream: TcpStream,
     peer: SocketAddr,
-    config: TcpConfig,
-    handler: &H,
-    state: &ServeState,
+    serving: Serving<'_, H>,
     connection: H::Connection,
 ) -> H::Connection {
+    let Serving {
+        config,
+        handler,
+        state,
+        pool,
+    } = serving;
     let (reader, mut writer) = stream.into_split();
     // The channel holds one frame read ahead; `serve_frames` bounds the ones being handled.
     let (sender, mut frames) = mpsc::channel(0);
-    let _reader = compio::runtime::spawn(read_frames(reader, config, sender));
+    let _reader = compio::runtime::spawn(read_frames(reader, config, pool, sender));
     let limit = config.in_flight_max.max(1);
     let ended = serve_frames(&mut frames, &mut writer, handler, state, &connection, limit).await;
     match ended {
@@ -459,7 +487,7 @@ async fn answer<H: ConnectionHandler>(
     handler: &H,
     connection: &H::Connection,
     header: Box<[u8; HEADER_SIZE]>,
-    body: Vec<u8>,
+    body: Body,
 ) -> (Box<[u8; HEADER_SIZE]>, Answer) {
     let answer = handler.handle(connection, &header, &body).await;
     (header, answer)
@@ -481,9 +509,14 @@ async fn write_answer<H: ConnectionHandler>(
 
 /// The reader task: frames in order until the peer closes, the socket fails or a frame is
 /// bad. The bounded channel is the in-flight limit: reading pauses while it is full.
-async fn read_frames(mut stream: TcpStream, config: TcpConfig, mut sender: mpsc::Sender<Incoming>) {
+async fn read_frames(
+    mut stream: TcpStream,
+    config: TcpConfig,
+    pool: Rc<Pool>,
+    mut sender: mpsc::Sender<Incoming>,
+) {
     loop {
-        let incoming = match read_frame(&mut stream, config).await {
+        let incoming = match read_frame(&mut stream, config, &pool).await {
             Ok(incoming) => incoming,
             Err(ended) => Incoming::End(ended),
         };
@@ -495,8 +528,12 @@ async fn read_frames(mut stream: TcpStream, config: TcpConfig, mut sender: mpsc:
     }
 }
 
-async fn read_frame(stream: &mut TcpStream, config: TcpConfig) -> Result<Incoming, Ended> {
-    let header_bytes = read_exact(stream, HEADER_SIZE).await?;
+async fn read_frame(
+    stream: &mut TcpStream,
+    config: TcpConfig,
+    pool: &Pool,
+) -> Result<Incoming, Ended> {
+    let header_bytes = body::read_heap(stream, HEADER_SIZE).await?;
     let header: Box<[u8; HEADER_SIZE]> = header_bytes
         .into_boxed_slice()
         .try_into()
@@ -512,7 +549,7 @@ async fn read_frame(stream: &mut TcpStream, config: TcpConfig) -> Result<Incomin
         }
         Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
     };
-    let body = read_exact(stream, prefix.body_length()).await?;
+    let body = body::read_body(stream, prefix.body_length(), pool).await?;
     Ok(Incoming::Frame(header, body))
 }
 
@@ -520,19 +557,6 @@ fn command_error(command: Command) -> proto::DecodeError {
     let value = u64::from(command.as_u8());
     let kind = proto::DecodeErrorKind::InvalidValue { value };
     proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
-}
-
-async fn read_exact(stream: &mut TcpStream, length: usize) -> Result<Vec<u8>, Ended> {
-    if length == 0 {
-        return Ok(Vec::new());
-    }
-    let buffer = Vec::with_capacity(length).slice(..length);
-    let BufResult(result, buffer) = stream.read_exact(buffer).await;
-    match result {
-        Ok(()) => Ok(buffer.into_inner()),
-        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Err(Ended::PeerClosed),
-        Err(error) => Err(Ended::Io(error)),
-    }
 }
 
 async fn write(stream: &mut TcpStream, bytes: Vec<u8>) -> Result<(), Ended> {
@@ -549,5 +573,6 @@ async fn write_frame(stream: &mut TcpStream, frame: frame::Frame) -> Result<(), 
     result.map_err(Ended::Io)
 }
 
+mod body;
 #[cfg(test)]
 mod tests;

@@ -93,3 +93,20 @@ fn cpu_allocation_forms() {
         );
     }
 }
+
+#[test]
+fn the_pool_is_split_between_the_shards() {
+    let config = Config::load(None, &BTreeMap::new()).unwrap();
+    let pool = config.shard_pool(2).unwrap();
+    assert_eq!(pool.size_bytes, 2 << 30);
+    assert_eq!(pool.bucket_capacity, 8192);
+    let small = environment(&[("IGGY_SYSTEM_MEMORY_POOL_SIZE", "256 MiB")]);
+    let error = Config::load(None, &small)
+        .unwrap()
+        .shard_pool(1)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("system.memory_pool.size"),
+        "{error}"
+    );
+}

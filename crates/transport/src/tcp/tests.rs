@@ -229,7 +229,7 @@ fn serve_until_done<H: ConnectionHandler + 'static>(handler: H, client: fn(Socke
                 result
             }
         });
-        server.serve(Rc::new(handler), stop).await;
+        server.serve(Rc::new(handler), test_pool(), stop).await;
         assert!(watcher.await.unwrap().is_ok(), "the client thread failed");
     });
 }
@@ -264,6 +264,11 @@ impl ConnectionHandler for ThreadName {
     fn close(&self, (): ()) {}
 }
 
+/// A pool with the default budget: blocks are allocated only as bodies need them.
+fn test_pool() -> Rc<pool::Pool> {
+    Rc::new(pool::Pool::new(pool::PoolConfig::default()).unwrap())
+}
+
 fn config() -> TcpConfig {
     TcpConfig {
         address: "127.0.0.1:0".parse().unwrap(),
@@ -286,7 +291,8 @@ fn connections_are_handed_round_robin_to_shards() {
             compio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(async move {
-                    let tcp = TcpShard::new(config(), Rc::new(ThreadName), shard_count);
+                    let tcp =
+                        TcpShard::new(config(), Rc::new(ThreadName), shard_count, test_pool());
                     tcp.receive(inbox).await;
                     tcp.drain().await;
                 });
@@ -296,7 +302,8 @@ fn connections_are_handed_round_robin_to_shards() {
     runtime.block_on(async {
         let server = TcpServer::bind(config()).await.unwrap();
         let address = server.local_address();
-        let local = TcpShard::new(config(), Rc::new(ThreadName), Arc::clone(&connections));
+        let connections_here = Arc::clone(&connections);
+        let local = TcpShard::new(config(), Rc::new(ThreadName), connections_here, test_pool());
         let client = std::thread::spawn(move || {
             let mut streams: Vec<TcpStream> = (0..4)
                 .map(|_| TcpStream::connect(address).unwrap())
@@ -323,4 +330,85 @@ fn connections_are_handed_round_robin_to_shards() {
         local.drain().await;
     });
     shard.join().unwrap();
+}
+
+/// Holds request 1 for a while, and records the order requests finish in.
+#[derive(Default)]
+struct Holding {
+    finished: std::cell::RefCell<Vec<u64>>,
+}
+
+impl ConnectionHandler for Holding {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
+        if request == 1 {
+            compio::time::sleep(Duration::from_millis(200)).await;
+        }
+        self.finished.borrow_mut().push(request);
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: body.len().to_le_bytes().to_vec(),
+            tail: Vec::new(),
+        }
+    }
+
+    async fn evicted(&self, (): &()) -> EvictionReason {
+        std::future::pending().await
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+/// With room in the pool for one body, a second connection's body waits until the first
+/// request is answered and its buffer returns: memory is bounded, nothing is refused.
+#[test]
+fn an_exhausted_pool_holds_reading_back_until_memory_returns() {
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = TcpServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let budget = pool::PoolConfig {
+            enabled: true,
+            size_bytes: 8192,
+            bucket_capacity: 4,
+        };
+        let pool = Rc::new(pool::Pool::new_unchecked(budget));
+        let handler = Rc::new(Holding::default());
+        let client = std::thread::spawn(move || {
+            let body = vec![7u8; 6000];
+            let mut first = TcpStream::connect(address).unwrap();
+            first.write_all(&request(1, &body)).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let mut second = TcpStream::connect(address).unwrap();
+            second.write_all(&request(2, &body)).unwrap();
+            for stream in [&mut first, &mut second] {
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                let reply = read_frame(stream);
+                assert_eq!(&reply[256..], &6000usize.to_le_bytes());
+            }
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server
+            .serve(Rc::clone(&handler), Rc::clone(&pool), done)
+            .await;
+        client.join().unwrap();
+        assert_eq!(*handler.finished.borrow(), [1, 2], "the second body waited");
+        assert!(pool.allocated_bytes() <= 8192);
+    });
 }
