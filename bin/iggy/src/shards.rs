@@ -121,11 +121,12 @@ impl RunningShard {
         let _ = drained.await;
     }
 
-    /// Tells the shard to close its partitions and waits for its thread to end.
+    /// Tells the shard to close its partitions and waits for its thread to end (a thread
+    /// that panicked has aborted the process already).
     pub(crate) fn stop(self) {
         self.stop.send(());
         if self.thread.join().is_err() {
-            log::error!("shard {}: its thread panicked", self.index);
+            log::error!("shard {}: its thread ended in a panic", self.index);
         }
     }
 }
@@ -152,7 +153,16 @@ fn run_thread(start: ShardStart, signals: Signals) {
             return;
         }
     };
-    runtime.block_on(serve(start, signals));
+    // A shard that dies would leave its partitions unreachable while the rest serves on:
+    // stop the whole process instead, so a supervisor restarts it and recovery runs (every
+    // acknowledged message is on disk by then).
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(serve(start, signals));
+    }));
+    if served.is_err() {
+        log::error!("shard {index} panicked; aborting the server so it restarts whole");
+        std::process::abort();
+    }
 }
 
 async fn serve(start: ShardStart, signals: Signals) {
