@@ -1,6 +1,5 @@
 //! `iggy bench …`: the benchmark subcommand, a thin front of the `bench` crate.
 
-use std::error::Error;
 use std::process::ExitCode;
 
 /// Parses the arguments after `bench`, runs, and prints an error with its causes.
@@ -18,14 +17,6 @@ pub(crate) fn run(arguments: Vec<String>) -> ExitCode {
     };
     match bench::run(&options) {
         Ok(_) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            let mut source = error.source();
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => crate::failure(&error),
     }
 }

@@ -17,6 +17,7 @@ mod bench_command;
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
 
 /// Runs `iggy bench <arguments>`; without feature `bench` it says how to get it.
+#[cfg_attr(not(feature = "bench"), allow(clippy::needless_pass_by_value))]
 pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
     #[cfg(feature = "bench")]
     {

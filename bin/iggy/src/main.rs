@@ -76,16 +76,19 @@ fn main() -> ExitCode {
     logger::init();
     match start() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            let mut source = error.source();
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => failure(&error),
     }
+}
+
+/// Prints `error` and its causes, one per line, and gives the failing exit code.
+pub(crate) fn failure(error: &dyn Error) -> ExitCode {
+    eprintln!("error: {error}");
+    let mut source = error.source();
+    while let Some(cause) = source {
+        eprintln!("  caused by: {cause}");
+        source = cause.source();
+    }
+    ExitCode::FAILURE
 }
 
 fn start() -> Result<(), StartError> {

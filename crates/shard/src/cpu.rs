@@ -28,7 +28,7 @@ pub struct CpuUsage {
 #[derive(Debug)]
 pub struct CpuSampler {
     last: Cell<Option<Sample>>,
-    /// Seconds the process had run when the sampler was made (the first reading's window).
+    /// When the sampler was made: the first reading's window starts there.
     started: Instant,
 }
 
@@ -42,17 +42,12 @@ impl CpuSampler {
 
     /// Usage since the previous call (or since the sampler was made).
     pub fn read(&self) -> CpuUsage {
+        let (host_busy_ticks, host_total_ticks) = host_ticks(&read("/proc/stat"));
         let now = Sample {
             at: Instant::now(),
             process_ticks: process_ticks(&read("/proc/self/stat")),
-            host_busy_ticks: 0,
-            host_total_ticks: 0,
-        };
-        let (host_busy_ticks, host_total_ticks) = host_ticks(&read("/proc/stat"));
-        let now = Sample {
             host_busy_ticks,
             host_total_ticks,
-            ..now
         };
         let before = self.last.replace(Some(now)).unwrap_or(Sample {
             at: self.started,

@@ -468,10 +468,9 @@ impl Server {
                 return Outcome::Evict(header_eviction(&error, bound));
             }
         };
-        let outcome = match route::route(self, connection, header, body) {
-            route::Route::Here => self.handle_request(connection, header, body).await,
-            route::Route::Leader => self.forward(connection, raw_header, body).await,
-        };
+        let outcome = self
+            .handle_request(connection, raw_header, header, body)
+            .await;
         self.note_user(connection);
         outcome
     }
@@ -508,9 +507,11 @@ impl Server {
         }
     }
 
+    /// `raw_header` is the frame's header as sent, `header` its parsed view.
     async fn handle_request(
         &self,
         connection: &mut Connection,
+        raw_header: &[u8; HEADER_SIZE],
         header: &RequestHeader,
         body: &[u8],
     ) -> Outcome {
@@ -518,7 +519,11 @@ impl Server {
             .operation()
             .expect("RequestHeader::parse accepts known operations only");
         let commit = self.commit_number();
+        let leader = self.place().is_leader();
         if operation == Operation::Register {
+            if !leader {
+                return self.forward(connection, raw_header, body).await;
+            }
             return handler::session::login(self, connection, header, body);
         }
         if let Some(bound) = connection.session
@@ -566,6 +571,9 @@ impl Server {
                 return Outcome::refused(operation, error.status(), commit);
             }
         };
+        if !leader && route::needs_leader(&request) {
+            return self.forward(connection, raw_header, body).await;
+        }
         handler::dispatch(self, connection, header, request).await
     }
 

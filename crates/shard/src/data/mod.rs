@@ -297,16 +297,14 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         topic_id: Option<u32>,
     ) -> Vec<(PartitionKey, PartitionHandle)> {
         let routes = self.routes.pin();
-        let mut matching: Vec<(PartitionKey, PartitionHandle)> = routes
+        routes
             .iter()
             .filter(|(key, _)| {
                 stream_id.is_none_or(|id| id == key.stream_id)
                     && topic_id.is_none_or(|id| id == key.topic_id)
             })
             .map(|(key, route)| (*key, route.handle.clone()))
-            .collect();
-        matching.sort_unstable_by_key(|(key, _)| *key);
-        matching
+            .collect()
     }
 
     pub fn partition_stats(&self, key: PartitionKey) -> Option<PartitionStats> {

@@ -100,28 +100,25 @@ impl Polled {
     /// The reply body split in two, without copying the records: the 40-byte (0.12.2) or
     /// 16-byte (0.11.0) head, and the records.
     pub fn into_head_and_records(self, dialect: Dialect) -> (Vec<u8>, Vec<u8>) {
-        let reply = PolledMessages {
-            partition_id: self.partition_id,
-            current_offset: self.current_offset,
-            messages_count: self.records.messages_count,
-            context: self.context,
-            records: &[],
-        };
         let mut head = Vec::with_capacity(poll_head_length(dialect));
-        reply.encode_head(&mut Writer::new(&mut head, dialect));
+        self.reply()
+            .encode_head(&mut Writer::new(&mut head, dialect));
         (head, self.records.bytes)
     }
 
     /// The reply body: the 40-byte (0.12.2) or 16-byte (0.11.0) head and the records.
     pub fn encode(&self, dialect: Dialect) -> Vec<u8> {
-        let reply = PolledMessages {
+        encode_to_vec(&self.reply(), dialect)
+    }
+
+    fn reply(&self) -> PolledMessages<'_> {
+        PolledMessages {
             partition_id: self.partition_id,
             current_offset: self.current_offset,
             messages_count: self.records.messages_count,
             context: self.context,
             records: &self.records.bytes,
-        };
-        encode_to_vec(&reply, dialect)
+        }
     }
 }
 

@@ -7,40 +7,13 @@
 
 use proto::codes::CommandCode;
 use proto::commands::Request;
-use proto::header::{Operation, RequestHeader};
 use proto::primitives::ConsumerKind;
 
-use super::Server;
-use crate::connection::Connection;
-
-/// Where a request is handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Route {
-    Here,
-    Leader,
-}
-
-pub(super) fn route(
-    server: &Server,
-    connection: &Connection,
-    header: &RequestHeader,
-    body: &[u8],
-) -> Route {
-    if server.place().is_leader() {
-        return Route::Here;
-    }
-    if header.operation() == Some(Operation::Register) {
-        return Route::Leader;
-    }
-    let Some(code) = header.code().and_then(CommandCode::from_u32) else {
-        // Refused the same everywhere.
-        return Route::Here;
-    };
-    if leader_only(code) || polls_a_group(code, body, connection) {
-        Route::Leader
-    } else {
-        Route::Here
-    }
+/// Whether a shard other than the leader must forward the decoded `request` to the leader.
+/// Everything before decoding (header, session, authentication checks) answers the same on
+/// every shard, so only decoded requests are routed; logins go to the leader undecoded.
+pub(super) fn needs_leader(request: &Request<'_>) -> bool {
+    leader_only(request.code()) || polls_a_group(request)
 }
 
 /// The codes that change metadata, sessions or groups, or read group membership.
@@ -87,19 +60,12 @@ fn leader_only(code: CommandCode) -> bool {
 }
 
 /// A poll or fetch as a consumer-group member: the leader checks the member owns the
-/// partition. A body that does not decode is refused where it is.
-fn polls_a_group(code: CommandCode, body: &[u8], connection: &Connection) -> bool {
-    use CommandCode as C;
-    if !matches!(
-        code,
-        C::PollMessages | C::PollMessagesDeferred | C::FetchMessages
-    ) {
-        return false;
-    }
-    let kind = match Request::decode(code, body, connection.dialect) {
-        Ok(Request::PollMessages(selector)) => selector.consumer.kind,
-        Ok(Request::PollMessagesDeferred(deferred)) => deferred.selector.consumer.kind,
-        Ok(Request::FetchMessages(fetch)) => fetch.consumer.kind,
+/// partition.
+fn polls_a_group(request: &Request<'_>) -> bool {
+    let kind = match request {
+        Request::PollMessages(selector) => selector.consumer.kind,
+        Request::PollMessagesDeferred(deferred) => deferred.selector.consumer.kind,
+        Request::FetchMessages(fetch) => fetch.consumer.kind,
         _ => return false,
     };
     kind == ConsumerKind::ConsumerGroup
