@@ -68,6 +68,14 @@ impl ConnectionHandler for ShardHandler {
     }
 
     fn close(&self, connection: RefCell<Connection>) {
-        self.server.close_connection(&connection.into_inner());
+        let connection = connection.into_inner();
+        self.server.close_connection(&connection);
+        if let Some(bound) = connection.session {
+            let server = Rc::clone(&self.server);
+            compio::runtime::spawn(async move {
+                server.connection_closed(bound.client_id).await;
+            })
+            .detach();
+        }
     }
 }

@@ -45,6 +45,8 @@ pub type SessionView = papaya::HashMap<u128, SessionEntry>;
 pub struct SessionEntry {
     pub session: u64,
     pub user_id: u32,
+    /// The digest of the personal access token the session logged in with, if any.
+    pub token: Option<crate::sessions::TokenDigest>,
 }
 
 /// The state all shards of one server share.

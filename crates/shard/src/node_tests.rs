@@ -165,7 +165,7 @@ fn two_shards_share_metadata_partitions_and_sessions() {
         let record = leader
             .sessions
             .borrow_mut()
-            .register(7, 0, proto::commands::session::BindSecret([1; 32]))
+            .register(7, 0, proto::commands::session::BindSecret([1; 32]), None)
             .unwrap();
         let live = leader
             .on_shard(1, move |replica| {

@@ -26,10 +26,11 @@ use proto::primitives::Permissions;
 use proto::{DecodeError, ErrorCode};
 use segment::storage::compio::CompioStorage;
 
-use crate::connection::{Connection, TransportKind};
+use crate::connection::{BoundSession, Connection, TransportKind};
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
 use crate::liveness::{self, Activity, Liveness, Stale};
+use crate::metadata::auth::IdentityLost;
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::node::{LocalFuture, Node, ShardGone};
 use crate::outcome::Outcome;
@@ -259,6 +260,9 @@ impl Server {
         let commit = next.commit;
         self.metadata.replace(next.clone());
         self.replicate(&op).await;
+        if op.may_revoke_identity() {
+            self.end_orphaned_sessions();
+        }
         if let Err(error) = self.data.on_applied(&op, &next).await {
             log::error!("data: following commit {commit} failed: {error}");
             return Err(ErrorCode::Error);
@@ -340,9 +344,9 @@ impl Server {
             log::info!("session of client {client_id:#x} ended: no connection for 60 s");
             self.data.leave_all_groups(client_id, now_us);
         }
-        for (group, client_id) in self.data.tick_groups(now_us) {
-            log::info!(
-                "group {}/{}/{}: evicted silent member {client_id:#x}",
+        for group in self.data.tick_groups(now_us) {
+            log::debug!(
+                "group {}/{}/{}: hand-off completed",
                 group.stream_id,
                 group.topic_id,
                 group.group_id
@@ -527,14 +531,15 @@ impl Server {
             return handler::session::login(self, connection, header, body);
         }
         if let Some(bound) = connection.session
-            && !self
-                .sessions
-                .borrow()
-                .is_live(bound.client_id, bound.session)
+            && let Err(reason) = self.session_holds(bound, header.client.get())
         {
-            // The session ended elsewhere (a logout on another link, or expiry): §2.6.
+            log::info!(
+                "client {}: session {} no longer holds: {reason:?}",
+                connection.client_number,
+                bound.session
+            );
             connection.session = None;
-            return Outcome::Evict(EvictionReason::NoSession);
+            return Outcome::Evict(reason);
         }
         if let Some(bound) = connection.session
             && let Some(reason) = session_mismatch(header.session.get(), bound.session)
@@ -575,6 +580,82 @@ impl Server {
             return self.forward(connection, raw_header, body).await;
         }
         handler::dispatch(self, connection, header, request).await
+    }
+
+    /// Whether the connection's bound session may still act, checked before every request:
+    /// the session is live (not ended by a logout elsewhere, expiry or an eviction), the
+    /// header's `client` is the id the connection registered or bound, and the session's user
+    /// still exists and is active and its login token (if any) still valid. Deleting or
+    /// deactivating a user, or deleting or expiry of its token, so takes effect at once.
+    fn session_holds(&self, bound: BoundSession, client: u128) -> Result<(), EvictionReason> {
+        let live = self.sessions.borrow().live(bound.client_id, bound.session);
+        let entry = live.ok_or(EvictionReason::NoSession)?;
+        if client != bound.client_id {
+            return Err(EvictionReason::SessionError);
+        }
+        let metadata = self.metadata.borrow();
+        let identity = metadata.session_identity(entry.user_id, entry.token.as_ref(), now_us());
+        identity.map_err(|lost| match lost {
+            IdentityLost::UserGone => EvictionReason::NoSession,
+            IdentityLost::UserInactive => EvictionReason::UserInactive,
+            IdentityLost::TokenRevoked => EvictionReason::InvalidToken,
+        })
+    }
+
+    /// Ends, on the leader, every session whose identity no longer holds after a commit (its
+    /// user deleted or deactivated, its token deleted), so nothing of it — groups, a later
+    /// user under the same id — carries over; its connections are evicted.
+    fn end_orphaned_sessions(&self) {
+        let now = now_us();
+        let ended = {
+            let metadata = self.metadata.borrow();
+            self.sessions.borrow_mut().end_where(|record| {
+                let token = record.token.as_ref();
+                metadata
+                    .session_identity(record.user_id, token, now)
+                    .is_err()
+            })
+        };
+        if ended.is_empty() {
+            return;
+        }
+        let clients = self.node.clients.pin();
+        for client_id in ended {
+            self.data.leave_all_groups(client_id, now);
+            let connections = clients
+                .values()
+                .filter(|record| record.client_id == Some(client_id));
+            for record in connections {
+                record.liveness.eviction().fire(EvictionReason::NoSession);
+            }
+            log::info!("session of client {client_id:#x} ended: its identity was revoked");
+        }
+    }
+
+    /// A connection closed: on the leader, a client left with no open connection leaves its
+    /// consumer groups at once (its partitions move to the remaining members), as the
+    /// reference server does; its session stays for a `BIND_SESSION` until it expires.
+    pub async fn connection_closed(&self, client_id: u128) {
+        if !self.place().is_leader() {
+            let forwarded = self
+                .on_shard(0, move |leader| {
+                    Box::pin(async move { leader.connection_closed(client_id).await })
+                })
+                .await;
+            if let Err(gone) = forwarded {
+                log::warn!("client {client_id:#x} closed: {gone}");
+            }
+            return;
+        }
+        let attached = self
+            .node
+            .clients
+            .pin()
+            .values()
+            .any(|record| record.client_id == Some(client_id));
+        if !attached {
+            self.data.leave_all_groups(client_id, now_us());
+        }
     }
 
     fn note_user(&self, connection: &Connection) {

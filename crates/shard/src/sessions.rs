@@ -27,7 +27,13 @@ pub struct SessionRecord {
     pub session: u64,
     pub user_id: u32,
     pub bind_secret: BindSecret,
+    /// The SHA-256 of the personal access token the session logged in with: the session
+    /// lasts only while that token exists and has not expired.
+    pub token: Option<TokenDigest>,
 }
+
+/// The SHA-256 digest of a clear personal access token.
+pub type TokenDigest = [u8; 32];
 
 /// Why a Register cannot be given a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -78,9 +84,12 @@ impl Sessions {
         client_id: u128,
         user_id: u32,
         bind_secret: BindSecret,
+        token: Option<TokenDigest>,
     ) -> Result<SessionRecord, RegisterError> {
         if let Some(record) = self.by_client.get(&client_id) {
-            let same = record.bind_secret == bind_secret && record.user_id == user_id;
+            let same = record.bind_secret == bind_secret
+                && record.user_id == user_id
+                && record.token == token;
             return if same {
                 Ok(*record)
             } else {
@@ -94,12 +103,14 @@ impl Sessions {
             session: self.next,
             user_id,
             bind_secret,
+            token,
         };
         self.next += 1;
         self.by_client.insert(client_id, record);
         let entry = SessionEntry {
             session: record.session,
             user_id,
+            token,
         };
         self.view.pin().insert(client_id, entry);
         Ok(record)
@@ -126,13 +137,34 @@ impl Sessions {
         self.by_client.remove(&client_id)
     }
 
+    /// Ends every session `ended` picks (its user was deleted or deactivated, its token
+    /// revoked); returns their client ids.
+    pub fn end_where(&mut self, ended: impl Fn(&SessionRecord) -> bool) -> Vec<u128> {
+        let picked: Vec<u128> = self
+            .by_client
+            .iter()
+            .filter(|(_, record)| ended(record))
+            .map(|(client_id, _)| *client_id)
+            .collect();
+        for client_id in &picked {
+            self.end(*client_id);
+        }
+        picked
+    }
+
     /// Whether `client_id` still holds `session`: a connection bound to a session that was
     /// ended elsewhere (a logout on another link, expiry) must not act on it.
     pub fn is_live(&self, client_id: u128, session: u64) -> bool {
+        self.live(client_id, session).is_some()
+    }
+
+    /// The live session `session` of `client_id`, as every shard sees it.
+    pub fn live(&self, client_id: u128, session: u64) -> Option<SessionEntry> {
         self.view
             .pin()
             .get(&client_id)
-            .is_some_and(|entry| entry.session == session)
+            .filter(|entry| entry.session == session)
+            .copied()
     }
 
     /// Ends the sessions no connection in `attached` has been bound to for longer than
@@ -176,16 +208,16 @@ mod tests {
     fn retry_keeps_session_and_new_client_gets_next() {
         let mut sessions = Sessions::new(5);
         let secret = BindSecret([7; 32]);
-        let first = sessions.register(1, 0, secret).unwrap();
+        let first = sessions.register(1, 0, secret, None).unwrap();
         assert_eq!(first.session, 5);
-        assert_eq!(sessions.register(1, 0, secret).unwrap(), first);
-        assert_eq!(sessions.register(2, 0, secret).unwrap().session, 6);
+        assert_eq!(sessions.register(1, 0, secret, None).unwrap(), first);
+        assert_eq!(sessions.register(2, 0, secret, None).unwrap().session, 6);
         assert_eq!(
-            sessions.register(1, 0, BindSecret([8; 32])),
+            sessions.register(1, 0, BindSecret([8; 32]), None),
             Err(RegisterError::Conflict)
         );
         assert_eq!(
-            sessions.register(1, 3, secret),
+            sessions.register(1, 3, secret, None),
             Err(RegisterError::Conflict)
         );
     }
@@ -194,7 +226,7 @@ mod tests {
     fn bind_needs_secret_and_matching_session() {
         let mut sessions = Sessions::new(1);
         let secret = BindSecret([1; 32]);
-        let record = sessions.register(9, 4, secret).unwrap();
+        let record = sessions.register(9, 4, secret, None).unwrap();
         assert_eq!(sessions.bind(9, 0, &secret), Some(record));
         assert_eq!(sessions.bind(9, record.session, &secret), Some(record));
         assert_eq!(sessions.bind(9, record.session + 1, &secret), None);
@@ -207,8 +239,8 @@ mod tests {
     fn detached_sessions_expire_after_the_grace_and_attached_ones_never() {
         let mut sessions = Sessions::new(1);
         let secret = BindSecret([3; 32]);
-        let kept = sessions.register(1, 0, secret).unwrap();
-        let dropped = sessions.register(2, 0, secret).unwrap();
+        let kept = sessions.register(1, 0, secret, None).unwrap();
+        let dropped = sessions.register(2, 0, secret, None).unwrap();
         let attached: HashSet<u128> = [1].into_iter().collect();
         assert!(sessions.expire(0, &attached).is_empty());
         assert!(sessions.expire(DETACHED_GRACE_US, &attached).is_empty());
@@ -228,11 +260,11 @@ mod tests {
         let mut sessions = Sessions::new(u64::MAX);
         let secret = BindSecret::default();
         assert_eq!(
-            sessions.register(1, 0, secret).unwrap().session,
+            sessions.register(1, 0, secret, None).unwrap().session,
             SESSION_LIMIT - 1
         );
         assert_eq!(
-            sessions.register(2, 0, secret),
+            sessions.register(2, 0, secret, None),
             Err(RegisterError::Exhausted)
         );
     }

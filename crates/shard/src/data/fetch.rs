@@ -105,6 +105,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     plan.start = read_start(target.strategy, request.count, stored);
                     plan.auto_commit = request.auto_commit.then_some(owner);
                     plan.context.owner_generation = generation;
+                    plan.group = group;
                     Ok(plan)
                 });
             targets.push(FetchTargetPlan {
@@ -132,8 +133,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let Some(key) = group else {
             return Ok(0);
         };
+        let config = self.config;
         self.with_group(key, |group| {
-            group.check_owner(client_id, partition_id, now_us)
+            group.check_owner(client_id, partition_id, now_us, &config)
         })
         .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
     }
@@ -152,6 +154,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let fetched = read_sections(plan).await?;
             let enough = fetched.messages_count() >= u64::from(plan.min_count);
             if enough || Instant::now() >= deadline || cancel.is_cancelled() {
+                for (target, section) in plan.targets.iter().zip(&fetched.sections) {
+                    if let Ok(poll) = &target.plan {
+                        self.note_served(poll, section.records.last_offset);
+                    }
+                }
                 commit(plan, &fetched).await?;
                 return Ok(fetched);
             }

@@ -1,15 +1,21 @@
 //! The consumer-group runtime of one (stream, topic, group): members, partition ownership,
-//! generations, cooperative hand-off and heartbeat eviction (PROTOCOL.md §4.9).
+//! generations and cooperative hand-off (PROTOCOL.md §4.9).
 //!
-//! Sans-IO: time comes in as an argument (µs); nothing here reads a clock or awaits.
+//! Sans-IO: time comes in as an argument (µs); nothing here reads a clock or awaits. The
+//! group's stored offsets come in through [`GroupRuntime::note_committed`] and what its members
+//! were served through [`GroupRuntime::note_polled`].
 //!
 //! - Members are keyed by the VSR client id; a member's id is its slot, the lowest free one.
 //! - The target assignment is [`assign`]: partition *i* (in id order) → member *i mod n* (in
 //!   slot order).
-//! - Cooperative hand-off: a partition whose target moves from one live member to another stays
-//!   with its current owner, marked as being revoked, until that owner syncs (its sync reply no
-//!   longer lists it, so it stops polling it) or `rebalancing_timeout` passes. A partition whose
-//!   owner is gone moves at once.
+//! - Cooperative hand-off, as the reference server does it: a partition whose target moves from
+//!   one live member to another moves at once unless it has data *in flight* — the group was
+//!   served offsets on it beyond what the group has committed. Then it stays with its owner,
+//!   marked as being revoked (the owner's sync no longer lists it and its polls of it are
+//!   refused, while it may still commit), until the commit catches up with what was served or
+//!   `rebalancing_timeout` passes. A partition whose owner is gone moves at once.
+//! - Members are not evicted here: liveness is per connection (any request counts), and a
+//!   client whose last connection closes, or whose session ends, leaves its groups.
 //! - `generation` grows by one on every change of membership, partitions or ownership.
 //!
 //! Invariants (checked by [`GroupRuntime::check_invariants`] in tests): with members, every
@@ -29,7 +35,7 @@ pub const HEARTBEAT_INTERVAL_US_DEFAULT: u64 = 5_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupConfig {
     pub rebalancing_timeout_us: u64,
-    /// A member silent for 1.2 × this is evicted.
+    /// A connection of a group member that is silent for 1.2 × this is evicted (§1.14).
     pub heartbeat_interval_us: u64,
 }
 
@@ -75,7 +81,6 @@ pub fn assign(members: &[u128], partitions: &[u32]) -> BTreeMap<u32, u128> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Member {
     slot: u32,
-    last_seen_us: u64,
 }
 
 /// A partition moving to `to` once its owner lets go.
@@ -99,6 +104,10 @@ pub struct GroupRuntime {
     /// The topic's partition ids, ascending.
     partitions: Vec<u32>,
     owners: BTreeMap<u32, Ownership>,
+    /// Per partition, the highest offset served to the partition's current owner.
+    last_polled: BTreeMap<u32, u64>,
+    /// Per partition, the group's stored offset.
+    committed: BTreeMap<u32, u64>,
 }
 
 /// A member as `GET_CONSUMER_GROUP` reports it.
@@ -134,24 +143,29 @@ impl GroupRuntime {
         u32::try_from(self.members.len()).unwrap_or(u32::MAX)
     }
 
+    /// The topic's partition ids, ascending.
+    pub fn partition_ids(&self) -> Vec<u32> {
+        self.partitions.clone()
+    }
+
+    /// Whether a partition is waiting to move to another member.
+    pub fn is_handing_off(&self) -> bool {
+        self.owners
+            .values()
+            .any(|ownership| ownership.revoking.is_some())
+    }
+
     pub fn owner(&self, partition_id: u32) -> Option<Ownership> {
         self.owners.get(&partition_id).copied()
     }
 
     /// Adds `client_id`; joining twice is a no-op (returns `false`).
     pub fn join(&mut self, client_id: u128, now_us: u64) -> bool {
-        if let Some(member) = self.members.get_mut(&client_id) {
-            member.last_seen_us = now_us;
+        if self.members.contains_key(&client_id) {
             return false;
         }
         let slot = self.free_slot();
-        self.members.insert(
-            client_id,
-            Member {
-                slot,
-                last_seen_us: now_us,
-            },
-        );
+        self.members.insert(client_id, Member { slot });
         self.generation += 1;
         self.rebalance(now_us);
         true
@@ -180,76 +194,92 @@ impl GroupRuntime {
         self.rebalance(now_us);
     }
 
-    /// The member's heartbeat: releases what is being revoked from it and returns the
-    /// partitions it owns; `None` when it is not a member.
-    pub fn sync(&mut self, client_id: u128, now_us: u64) -> Option<Vec<u32>> {
-        self.members.get_mut(&client_id)?.last_seen_us = now_us;
-        let mut released = false;
-        for ownership in self.owners.values_mut() {
-            if ownership.owner == client_id
-                && let Some(revocation) = ownership.revoking.take()
-            {
-                ownership.owner = revocation.to;
-                released = true;
-            }
+    /// The member's heartbeat: completes the hand-offs that may complete and returns the
+    /// partitions it may poll; `None` when it is not a member.
+    pub fn sync(&mut self, client_id: u128, now_us: u64, config: &GroupConfig) -> Option<Vec<u32>> {
+        if !self.members.contains_key(&client_id) {
+            return None;
         }
-        if released {
-            self.generation += 1;
-        }
+        self.complete_revocations(now_us, config);
         Some(self.owned_by(client_id))
     }
 
-    /// Whether `client_id` may poll (or commit for) `partition_id`; returns the generation to
-    /// report. Refusals: `5006` not a member, `5009` not the owner.
+    /// The group's stored offset on `partition_id` is `offset` (`None`: nothing stored).
+    pub fn note_committed(&mut self, partition_id: u32, offset: Option<u64>) {
+        match offset {
+            Some(offset) => self.committed.insert(partition_id, offset),
+            None => self.committed.remove(&partition_id),
+        };
+    }
+
+    /// The partition's owner was served messages up to `offset` on it.
+    pub fn note_polled(&mut self, partition_id: u32, offset: u64) {
+        let polled = self.last_polled.entry(partition_id).or_insert(offset);
+        *polled = (*polled).max(offset);
+    }
+
+    /// Whether the group was served offsets on `partition_id` beyond what it committed.
+    pub fn in_flight(&self, partition_id: u32) -> bool {
+        let Some(polled) = self.last_polled.get(&partition_id) else {
+            return false;
+        };
+        self.committed
+            .get(&partition_id)
+            .is_none_or(|committed| committed < polled)
+    }
+
+    /// Completes the hand-offs whose data is no longer in flight or whose wait reached the
+    /// rebalancing timeout; says whether any did.
+    pub fn complete_revocations(&mut self, now_us: u64, config: &GroupConfig) -> bool {
+        let due: Vec<u32> = self
+            .owners
+            .iter()
+            .filter_map(|(partition, ownership)| {
+                let revocation = ownership.revoking?;
+                let waited_us = now_us.saturating_sub(revocation.since_us);
+                let due = !self.in_flight(*partition) || waited_us >= config.rebalancing_timeout_us;
+                due.then_some(*partition)
+            })
+            .collect();
+        for partition in &due {
+            if let Some(ownership) = self.owners.get_mut(partition)
+                && let Some(revocation) = ownership.revoking.take()
+            {
+                ownership.owner = revocation.to;
+                self.last_polled.remove(partition);
+            }
+        }
+        if !due.is_empty() {
+            self.generation += 1;
+        }
+        !due.is_empty()
+    }
+
+    /// Whether `client_id` may poll `partition_id`; returns the generation to report.
+    /// Refusals: `5006` not a member, `5009` not the owner, or the partition is being handed
+    /// off from it (its sync no longer lists it).
     pub fn check_owner(
         &mut self,
         client_id: u128,
         partition_id: u32,
         now_us: u64,
+        config: &GroupConfig,
     ) -> Result<u64, ErrorCode> {
-        let member = self
-            .members
-            .get_mut(&client_id)
-            .ok_or(ErrorCode::ConsumerGroupMemberNotFound)?;
-        member.last_seen_us = now_us;
+        if !self.members.contains_key(&client_id) {
+            return Err(ErrorCode::ConsumerGroupMemberNotFound);
+        }
+        self.complete_revocations(now_us, config);
         match self.owners.get(&partition_id) {
-            Some(ownership) if ownership.owner == client_id => Ok(self.generation),
+            Some(ownership) if ownership.owner == client_id && ownership.revoking.is_none() => {
+                Ok(self.generation)
+            }
             _ => Err(ErrorCode::ConsumerGroupPartitionNotOwned),
         }
     }
 
-    /// Evicts members silent for longer than the config allows and completes revocations
-    /// older than the rebalancing timeout; returns the evicted client ids.
-    pub fn tick(&mut self, now_us: u64, config: &GroupConfig) -> Vec<u128> {
-        let silence_max_us = config.silence_max_us();
-        let evicted: Vec<u128> = self
-            .members
-            .iter()
-            .filter(|(_, member)| now_us.saturating_sub(member.last_seen_us) > silence_max_us)
-            .map(|(client_id, _)| *client_id)
-            .collect();
-        for client_id in &evicted {
-            self.members.remove(client_id);
-        }
-        let mut changed = !evicted.is_empty();
-        if changed {
-            self.rebalance(now_us);
-        }
-        for ownership in self.owners.values_mut() {
-            if let Some(revocation) = ownership.revoking
-                && now_us.saturating_sub(revocation.since_us) >= config.rebalancing_timeout_us
-            {
-                *ownership = Ownership {
-                    owner: revocation.to,
-                    revoking: None,
-                };
-                changed = true;
-            }
-        }
-        if changed {
-            self.generation += 1;
-        }
-        evicted
+    /// Periodic work: completes the hand-offs that may complete; says whether any did.
+    pub fn tick(&mut self, now_us: u64, config: &GroupConfig) -> bool {
+        self.complete_revocations(now_us, config)
     }
 
     /// Members in slot order with what they own.
@@ -313,7 +343,9 @@ impl GroupRuntime {
         for (partition, to) in target {
             let ownership = match self.owners.get(&partition) {
                 Some(current)
-                    if current.owner != to && self.members.contains_key(&current.owner) =>
+                    if current.owner != to
+                        && self.members.contains_key(&current.owner)
+                        && self.in_flight(partition) =>
                 {
                     let since_us = match current.revoking {
                         Some(revocation) if revocation.to == to => revocation.since_us,
@@ -329,8 +361,18 @@ impl GroupRuntime {
                     revoking: None,
                 },
             };
+            let moved = self
+                .owners
+                .get(&partition)
+                .is_none_or(|current| current.owner != ownership.owner);
+            if moved {
+                // What the previous owner was served is no longer this owner's in-flight data.
+                self.last_polled.remove(&partition);
+            }
             owners.insert(partition, ownership);
         }
+        self.last_polled
+            .retain(|partition, _| owners.contains_key(partition));
         self.owners = owners;
     }
 

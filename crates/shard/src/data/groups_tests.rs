@@ -29,28 +29,24 @@ fn round_robin_assignment() {
 }
 
 #[test]
-fn join_hands_off_cooperatively_on_sync() {
+fn a_partition_nothing_was_served_from_moves_at_once_on_join() {
     let mut group = GroupRuntime::new([0, 1, 2, 3]);
     assert!(group.join(1, 0));
-    assert_eq!(group.sync(1, 0), Some(vec![0, 1, 2, 3]));
+    assert_eq!(group.sync(1, 0, &CONFIG), Some(vec![0, 1, 2, 3]));
     let before = group.generation();
+    // Member 1 never polled: the second member gets its share at once.
     assert!(group.join(2, 10));
     assert!(group.generation() > before);
-    // Partitions 1 and 3 move to member 2 but stay with member 1 until it syncs.
-    assert_eq!(group.check_owner(1, 1, 11), Ok(group.generation()));
+    assert!(!group.is_handing_off());
+    assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0, 2]));
+    assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![1, 3]));
+    assert_eq!(group.check_owner(2, 1, 12, &CONFIG), Ok(group.generation()));
     assert_eq!(
-        group.check_owner(2, 1, 11),
-        Err(ErrorCode::ConsumerGroupPartitionNotOwned)
-    );
-    assert_eq!(group.sync(2, 12), Some(vec![]));
-    assert_eq!(group.sync(1, 13), Some(vec![0, 2]));
-    assert_eq!(group.sync(2, 14), Some(vec![1, 3]));
-    assert_eq!(
-        group.check_owner(1, 1, 15),
+        group.check_owner(1, 1, 12, &CONFIG),
         Err(ErrorCode::ConsumerGroupPartitionNotOwned)
     );
     assert_eq!(
-        group.check_owner(3, 1, 15),
+        group.check_owner(3, 1, 12, &CONFIG),
         Err(ErrorCode::ConsumerGroupMemberNotFound)
     );
     let members = group.members();
@@ -59,27 +55,58 @@ fn join_hands_off_cooperatively_on_sync() {
 }
 
 #[test]
-fn revocation_times_out_and_silent_members_are_evicted() {
+fn in_flight_data_holds_the_partition_until_it_is_committed() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
+    // Member 1 was served offsets 0..=9 of partition 1 and committed up to 4.
+    group.note_polled(1, 9);
+    group.note_committed(1, Some(4));
+    group.note_polled(0, 3);
+    group.note_committed(0, Some(3));
+    group.join(2, 10);
+    assert!(group.is_handing_off());
+    // The old owner may no longer poll it, nor does its sync list it; the new owner waits.
+    assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0]));
+    assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![]));
+    assert_eq!(
+        group.check_owner(1, 1, 11, &CONFIG),
+        Err(ErrorCode::ConsumerGroupPartitionNotOwned)
+    );
+    let members = group.members();
+    assert_eq!(members[0].partitions, vec![0, 1]);
+    // The commit catches up with what was served: the partition moves.
+    group.note_committed(1, Some(9));
+    assert_eq!(group.sync(2, 12, &CONFIG), Some(vec![1]));
+    assert!(!group.in_flight(1));
+    group.check_invariants();
+}
+
+#[test]
+fn a_pending_hand_off_completes_at_the_rebalancing_timeout() {
+    let mut group = GroupRuntime::new([0, 1]);
+    group.join(1, 0);
+    group.note_polled(1, 5);
     group.join(2, 1_000_000);
     assert_eq!(group.owner(1).unwrap().owner, 1);
-    assert!(group.tick(2_000_000, &CONFIG).is_empty());
-    group.sync(2, 4_000_000);
-    let evicted = group.tick(7_000_000, &CONFIG);
-    assert_eq!(evicted, vec![1]);
-    assert_eq!(group.sync(2, 7_000_000), Some(vec![0, 1]));
+    assert!(!group.tick(2_000_000, &CONFIG));
+    assert!(group.tick(31_000_000, &CONFIG));
+    assert_eq!(group.owner(1).unwrap().owner, 2);
+    assert_eq!(group.sync(2, 31_000_000, &CONFIG), Some(vec![1]));
     group.check_invariants();
+}
 
+#[test]
+fn members_are_never_evicted_by_the_group_and_a_leave_moves_everything() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
     group.join(2, 0);
-    for now in (0..=30_000_000).step_by(1_000_000) {
-        group.sync(2, now);
-        group.check_owner(1, 0, now).unwrap();
-        group.tick(now, &CONFIG);
-    }
-    assert_eq!(group.owner(1).unwrap().owner, 2);
+    // Hours of silence: liveness is the connection's business, not the group's.
+    assert!(!group.tick(10_000_000_000, &CONFIG));
+    assert_eq!(group.members_count(), 2);
+    group.note_polled(0, 7);
+    group.leave(2, 10_000_000_001).unwrap();
+    assert_eq!(group.sync(1, 10_000_000_002, &CONFIG), Some(vec![0, 1]));
+    group.check_invariants();
 }
 
 #[test]
@@ -108,6 +135,7 @@ enum Step {
     Leave(u8),
     Sync(u8),
     Poll(u8, u8),
+    Commit(u8, u32),
     Tick(u32),
     Partitions(u8),
 }
@@ -118,6 +146,8 @@ fn step() -> impl Strategy<Value = Step> {
         (0_u8..6).prop_map(Step::Leave),
         (0_u8..6).prop_map(Step::Sync),
         (0_u8..6, 0_u8..12).prop_map(|(client, partition)| Step::Poll(client, partition)),
+        (0_u8..12, 0_u32..40_000_000)
+            .prop_map(|(partition, offset)| Step::Commit(partition, offset)),
         (0_u32..40_000_000).prop_map(Step::Tick),
         (0_u8..12).prop_map(Step::Partitions),
     ]
@@ -132,10 +162,16 @@ fn apply(group: &mut GroupRuntime, step: &Step, now: &mut u64) {
             let _ = group.leave(u128::from(*client), *now);
         }
         Step::Sync(client) => {
-            group.sync(u128::from(*client), *now);
+            group.sync(u128::from(*client), *now, &CONFIG);
         }
         Step::Poll(client, partition) => {
-            let _ = group.check_owner(u128::from(*client), u32::from(*partition), *now);
+            let (client, partition) = (u128::from(*client), u32::from(*partition));
+            if group.check_owner(client, partition, *now, &CONFIG).is_ok() {
+                group.note_polled(partition, *now);
+            }
+        }
+        Step::Commit(partition, offset) => {
+            group.note_committed(u32::from(*partition), Some(u64::from(*offset)));
         }
         Step::Tick(advance) => {
             *now += u64::from(*advance);
@@ -171,13 +207,13 @@ proptest! {
             apply(&mut group, step, &mut now);
         }
         let members: Vec<u128> = group.members().iter().map(|member| member.client_id).collect();
-        for client in &members {
-            group.sync(*client, now);
-        }
+        // Let every pending hand-off complete.
+        now += CONFIG.rebalancing_timeout_us;
+        group.tick(now, &CONFIG);
         let settled = group.clone();
         for client in &members {
             prop_assert!(!group.join(*client, now));
-            group.sync(*client, now);
+            group.sync(*client, now, &CONFIG);
         }
         let partitions = settled.partitions.clone();
         group.set_partitions(partitions, now);

@@ -355,13 +355,33 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             .map_err(|source| DataError::Partition { key, source })
     }
 
-    /// Runs `f` on the group's runtime, if the group is known.
+    /// Runs `f` on the group's runtime, if the group is known, after telling it the
+    /// group's stored offsets (the hand-off rule compares them with what was served).
     pub fn with_group<T>(
         &self,
         key: GroupKey,
         f: impl FnOnce(&mut GroupRuntime) -> T,
     ) -> Option<T> {
-        self.groups.borrow_mut().get_mut(&key).map(f)
+        let mut groups = self.groups.borrow_mut();
+        let group = groups.get_mut(&key)?;
+        self.refresh_committed(key, group);
+        Some(f(group))
+    }
+
+    /// Copies the group's stored offsets from its partitions into `group`.
+    fn refresh_committed(&self, key: GroupKey, group: &mut GroupRuntime) {
+        let owner = segment::offsets::OffsetOwner::Group(key.group_id);
+        for partition_id in group.partition_ids() {
+            let partition = PartitionKey {
+                stream_id: key.stream_id,
+                topic_id: key.topic_id,
+                partition_id,
+            };
+            let stored = self
+                .partition(partition)
+                .and_then(|handle| handle.stored_offset(owner));
+            group.note_committed(partition_id, stored);
+        }
     }
 
     /// Whether `client_id` is a member of any group.
@@ -377,16 +397,22 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         }
     }
 
-    /// Heartbeat eviction and hand-off timeouts of every group; returns the evicted
-    /// (group, client) pairs. Call it periodically (e.g. every heartbeat interval / 2).
-    pub fn tick_groups(&self, now_us: u64) -> Vec<(GroupKey, u128)> {
-        let mut evicted = Vec::new();
-        for (key, group) in self.groups.borrow_mut().iter_mut() {
-            for client_id in group.tick(now_us, &self.config) {
-                evicted.push((*key, client_id));
+    /// Completes the hand-offs of every group that may complete (the commit caught up, or
+    /// the rebalancing timeout passed); returns the groups whose ownership changed. Call it
+    /// periodically.
+    pub fn tick_groups(&self, now_us: u64) -> Vec<GroupKey> {
+        let mut changed = Vec::new();
+        let mut groups = self.groups.borrow_mut();
+        for (key, group) in groups.iter_mut() {
+            if !group.is_handing_off() {
+                continue;
+            }
+            self.refresh_committed(*key, group);
+            if group.tick(now_us, &self.config) {
+                changed.push(*key);
             }
         }
-        evicted
+        changed
     }
 
     /// The next round-robin pick for a topic.

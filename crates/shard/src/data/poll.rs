@@ -75,6 +75,8 @@ pub struct PollPlan {
     pub auto_commit: Option<OffsetOwner>,
     /// What the reply reports.
     pub context: PartitionContext,
+    /// The consumer group polling, whose hand-off rule tracks what it was served.
+    pub group: Option<GroupKey>,
 }
 
 /// A poll's result, ready to encode.
@@ -195,6 +197,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             .saturating_sub(poll_head_length(request.dialect) as u64);
         plan.auto_commit = selector.auto_commit.then_some(owner);
         plan.context.owner_generation = owner_generation;
+        plan.group = group.map(|group_id| GroupKey {
+            stream_id,
+            topic_id: topic.id,
+            group_id,
+        });
         Ok(plan)
     }
 
@@ -206,9 +213,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         partition_id: u32,
         request: &PollRequest<'_>,
     ) -> Result<u64, PollRefusal> {
+        let config = self.config;
         let checked = self
             .with_group(key, |group| {
-                group.check_owner(request.client_id, partition_id, request.now_us)
+                group.check_owner(request.client_id, partition_id, request.now_us, &config)
             })
             .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound));
         checked.map_err(|code| match (request.dialect, code) {
@@ -250,13 +258,24 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 owner_generation: 0,
                 metadata_op: metadata.commit,
             },
+            group: None,
         })
     }
 
     /// Runs an immediate poll (100).
     pub async fn poll(&self, plan: &PollPlan) -> Result<Polled, DataError> {
         let records = read(plan, plan.count, plan.max_bytes).await?;
+        self.note_served(plan, records.last_offset);
         finish(plan, records).await
+    }
+
+    /// Tells a polling group what its member was served, for the hand-off rule.
+    pub(super) fn note_served(&self, plan: &PollPlan, last_offset: Option<u64>) {
+        if let (Some(group), Some(last)) = (plan.group, last_offset) {
+            self.with_group(group, |runtime| {
+                runtime.note_polled(plan.key.partition_id, last);
+            });
+        }
     }
 
     /// Runs a deferred poll (106): parks until `min_count` messages are there, `wait_us`
@@ -275,6 +294,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             let now = Instant::now();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {
+                self.note_served(plan, records.last_offset);
                 return finish(plan, records).await;
             }
             race(vec![

@@ -132,10 +132,11 @@ fn membership(
                 let metadata = server.metadata.borrow();
                 group_key(&metadata, &sync.stream_id, &sync.topic_id, &sync.group_id)
             };
+            let config = server.data.group_config();
             key.map(|key| {
                 let assignment = key.ok().and_then(|key| {
                     server.data.with_group(key, |group| {
-                        let partition_ids = group.sync(client_id, now)?;
+                        let partition_ids = group.sync(client_id, now, &config)?;
                         Some(ConsumerGroupAssignment {
                             generation: group.generation(),
                             partition_ids,

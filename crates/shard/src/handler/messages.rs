@@ -75,6 +75,17 @@ pub(crate) async fn handle(
     }
     match request {
         Request::SendMessages(send) => {
+            let session = connection.session.map_or(0, |bound| bound.session);
+            if let Some(producer) = send.batch.producer()
+                && !producer_of_session(producer.producer_id, session)
+            {
+                log::info!(
+                    "client {}: producer id {:#x} is not of session {session}",
+                    connection.client_number,
+                    producer.producer_id
+                );
+                return Outcome::refused(operation, ErrorCode::Unauthorized, commit);
+            }
             send_messages(
                 server,
                 operation,
@@ -156,6 +167,16 @@ fn check_access(
         _ => Ok(()),
     }
 }
+
+/// Whether an idempotent producer id belongs to `session`: ids are minted as
+/// `session << 20 | index` (PROTOCOL.md §1.7), so one session cannot write as another's
+/// producer and fence or forge its sequence.
+fn producer_of_session(producer_id: u64, session: u64) -> bool {
+    producer_id >> PRODUCER_INDEX_BITS == session
+}
+
+/// Bits of a producer id below its session number.
+const PRODUCER_INDEX_BITS: u32 = 20;
 
 /// `FETCH_MESSAGES` (109): plan, then wait (cancellable) for the sections.
 async fn fetch_messages(

@@ -5,6 +5,7 @@
 //! every code it owns. A family not wired yet answers `InvalidCommand` (3), as for an unknown
 //! code.
 
+pub mod authorize;
 mod commit;
 pub(crate) mod groups;
 pub(crate) mod messages;
@@ -124,9 +125,26 @@ pub(crate) async fn dispatch(
     header: &RequestHeader,
     request: Request<'_>,
 ) -> Outcome {
+    let family = Family::of(request.code());
+    if let Err(code) = authorize_caller(server, connection, &request) {
+        log::info!(
+            "client {}: {:?} refused: {code:?}",
+            connection.client_number,
+            request.code()
+        );
+        let commit = server.commit_number();
+        let operation = operation_of(header);
+        return match family {
+            // These families answer refusals in the header status, as their handlers do.
+            Family::Messages | Family::Offsets | Family::Groups => {
+                Outcome::refused(operation, code, commit)
+            }
+            _ => Outcome::rejected(operation, code, connection.dialect, commit),
+        };
+    }
     // One arm per family, so wiring a family in is a one-line change.
     #[allow(clippy::match_same_arms)]
-    match Family::of(request.code()) {
+    match family {
         Family::Session => session::handle(server, connection, header, request),
         Family::System => system::handle(server, connection, header, request),
         Family::UpdateResource => {
@@ -142,6 +160,25 @@ pub(crate) async fn dispatch(
         Family::Groups => groups::handle(server, connection, header, request).await,
         Family::Clustered => not_wired(server, header),
     }
+}
+
+/// The authorization table's verdict for the connection's user (PROTOCOL.md §7.5); a
+/// connection whose user is gone acts as nobody (`40 Unauthenticated`).
+fn authorize_caller(
+    server: &Server,
+    connection: &Connection,
+    request: &Request<'_>,
+) -> Result<(), ErrorCode> {
+    if authorize::action(request.code()) == authorize::Action::AnyUser {
+        // Includes what an unauthenticated connection may send (PING, BIND_SESSION).
+        return Ok(());
+    }
+    let metadata = server.metadata.borrow();
+    let user = connection
+        .user_id()
+        .and_then(|id| metadata.users.get(&id))
+        .ok_or(ErrorCode::Unauthenticated)?;
+    authorize::authorize(&metadata, user, request)
 }
 
 /// `InvalidCommand` in the header status, as for an unknown code.

@@ -13,6 +13,7 @@ use proto::{Dialect, ErrorCode};
 
 use super::operation_of;
 use crate::connection::{BoundSession, Connection};
+use crate::metadata::auth::token_digest;
 use crate::outcome::Outcome;
 use crate::server::{SERVER_VERSION, Server, now_us};
 
@@ -72,6 +73,10 @@ pub(crate) fn login(
             );
         }
     };
+    let token = match &credentials {
+        Credentials::Token(token, _) => Some(token_digest(token.expose())),
+        Credentials::Password(..) => None,
+    };
     let (user_id, bind_secret) = match authenticate(server, credentials) {
         Ok(identity) => identity,
         Err(Refusal::Evict(reason)) => return evict(connection, reason, "credentials"),
@@ -83,7 +88,7 @@ pub(crate) fn login(
     let record = match server
         .sessions
         .borrow_mut()
-        .register(client_id, user_id, bind_secret)
+        .register(client_id, user_id, bind_secret, token)
     {
         Ok(record) => record,
         Err(error) => {

@@ -109,10 +109,32 @@ impl Metadata {
                 self.streams
                     .remove(id)
                     .ok_or(ApplyError::StreamNotFound { stream_id: *id })?;
+                self.revoke_grants(*id, None);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Drops every user's grants on a deleted stream (`topic_id` `None`) or topic, so a
+    /// stream or topic created later under the same id inherits none of them.
+    fn revoke_grants(&mut self, stream_id: u32, topic_id: Option<u32>) {
+        let grants = self
+            .users
+            .values_mut()
+            .filter_map(|user| user.permissions.as_mut());
+        for permissions in grants {
+            match topic_id {
+                None => {
+                    permissions.streams.remove(&stream_id);
+                }
+                Some(topic_id) => {
+                    if let Some(stream) = permissions.streams.get_mut(&stream_id) {
+                        stream.topics.remove(&topic_id);
+                    }
+                }
+            }
+        }
     }
 
     fn apply_topic(&mut self, op: &MetadataOp, commit: u64) -> Result<(), ApplyError> {
@@ -176,6 +198,7 @@ impl Metadata {
                     stream_id: *stream_id,
                     topic_id: *id,
                 })?;
+                self.revoke_grants(*stream_id, Some(*id));
             }
             _ => {}
         }

@@ -61,9 +61,20 @@ pub fn mint_token() -> Result<MintedToken, CredentialError> {
     Ok(MintedToken { token, token_hash })
 }
 
+/// The SHA-256 of a clear token (what a session keeps of the token it logged in with).
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
 /// The lowercase hex SHA-256 of a clear token: what is stored and looked up.
 pub fn token_hash(token: &str) -> String {
-    let digest = Sha256::digest(token.as_bytes());
+    digest_hex(&token_digest(token))
+}
+
+/// The lowercase hex form of a token digest, as [`PersonalAccessToken::token_hash`] holds it.
+///
+/// [`PersonalAccessToken::token_hash`]: super::model::PersonalAccessToken::token_hash
+pub fn digest_hex(digest: &[u8; 32]) -> String {
     let mut hex = String::with_capacity(64);
     for byte in digest {
         hex.push(hex_digit(byte >> 4));
@@ -105,6 +116,44 @@ impl Metadata {
             return Err(ErrorCode::PersonalAccessTokenExpired);
         }
         active(user)
+    }
+}
+
+/// Why a live session may no longer act, checked on every request: its user was deleted
+/// (or the id now names someone else's account, which cannot happen while deletes end their
+/// sessions), deactivated, or the token it logged in with was deleted or expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdentityLost {
+    UserGone,
+    UserInactive,
+    TokenRevoked,
+}
+
+impl Metadata {
+    /// Whether a session of `user_id` (logged in with the token of digest `token`, if any)
+    /// may still act at `now_micros`.
+    pub fn session_identity(
+        &self,
+        user_id: u32,
+        token: Option<&[u8; 32]>,
+        now_micros: u64,
+    ) -> Result<(), IdentityLost> {
+        let user = self.users.get(&user_id).ok_or(IdentityLost::UserGone)?;
+        if user.status == UserStatus::Inactive {
+            return Err(IdentityLost::UserInactive);
+        }
+        let Some(digest) = token else {
+            return Ok(());
+        };
+        let hash = digest_hex(digest);
+        let valid = user.tokens.values().any(|token| {
+            token.token_hash == hash && token.expiry_at.is_none_or(|expiry| expiry > now_micros)
+        });
+        if valid {
+            Ok(())
+        } else {
+            Err(IdentityLost::TokenRevoked)
+        }
     }
 }
 

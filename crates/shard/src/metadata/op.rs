@@ -101,3 +101,19 @@ pub enum MetadataOp {
         name: String,
     },
 }
+
+impl MetadataOp {
+    /// Whether applying the op can take away a live session's identity: its user deleted or
+    /// deactivated, or the token it logged in with deleted.
+    pub fn may_revoke_identity(&self) -> bool {
+        matches!(
+            self,
+            Self::DeleteUser { .. }
+                | Self::UpdateUser {
+                    status: Some(UserStatus::Inactive),
+                    ..
+                }
+                | Self::DeletePersonalAccessToken { .. }
+        )
+    }
+}
