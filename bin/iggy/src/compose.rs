@@ -76,6 +76,11 @@ impl Listeners {
             connections_max: config.tcp_connections_max,
             frame_size_max: config.frame_size_max_bytes,
             in_flight_max: config.tcp_in_flight_max,
+            unauthenticated_frame_size_max: config.unauthenticated_frame_size_max_bytes,
+            handshake_grace: config.handshake_grace,
+            frame_read_timeout: config.frame_read_timeout,
+            write_timeout: config.write_timeout,
+            connections_per_ip_max: config.tcp_connections_per_ip_max,
         };
         #[cfg(feature = "tcp")]
         let tcp = if config.tcp_enabled {

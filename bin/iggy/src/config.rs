@@ -34,6 +34,14 @@ pub(crate) struct Config {
     pub(crate) tcp_connections_max: usize,
     pub(crate) tcp_in_flight_max: usize,
     pub(crate) frame_size_max_bytes: u32,
+    pub(crate) unauthenticated_frame_size_max_bytes: u32,
+    pub(crate) handshake_grace: Duration,
+    pub(crate) frame_read_timeout: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) tcp_connections_per_ip_max: usize,
+    pub(crate) login_failures_free: u32,
+    pub(crate) login_backoff: Duration,
+    pub(crate) login_backoff_max: Duration,
     pub(crate) rebalancing_timeout: Duration,
     pub(crate) heartbeat_enabled: bool,
     pub(crate) heartbeat_interval: Duration,
@@ -129,6 +137,17 @@ impl Config {
             tcp_connections_max: view.count("tcp.max_connections")?,
             tcp_in_flight_max: view.count("tcp.max_in_flight_requests")?,
             frame_size_max_bytes: frame_size_max(frame_size)?,
+            unauthenticated_frame_size_max_bytes: frame_size_max(
+                view.size("message_bus.max_unauthenticated_message_size")?,
+            )
+            .map_err(|error| rename_key(error, "message_bus.max_unauthenticated_message_size"))?,
+            handshake_grace: view.duration("message_bus.handshake_grace")?,
+            frame_read_timeout: view.duration("message_bus.frame_read_timeout")?,
+            write_timeout: view.duration("message_bus.write_timeout")?,
+            tcp_connections_per_ip_max: view.count("tcp.max_connections_per_ip")?,
+            login_failures_free: view.count("login.max_failures")?,
+            login_backoff: view.duration("login.backoff")?,
+            login_backoff_max: view.duration("login.max_backoff")?,
             rebalancing_timeout: view.duration("consumer_group.rebalancing_timeout")?,
             heartbeat_enabled: view.bool("heartbeat.enabled")?,
             heartbeat_interval: view.duration("heartbeat.interval")?,
@@ -356,6 +375,17 @@ impl View<'_> {
         parse_size(&text).ok_or_else(|| {
             Self::invalid(path, format!("`{text}` is not a size such as \"64 MiB\""))
         })
+    }
+}
+
+/// `error` about another key: the same reason, named for `key`.
+fn rename_key(error: ConfigError, key: &str) -> ConfigError {
+    match error {
+        ConfigError::Invalid { reason, .. } => ConfigError::Invalid {
+            key: key.to_owned(),
+            reason,
+        },
+        other => other,
     }
 }
 

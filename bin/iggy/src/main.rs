@@ -9,6 +9,7 @@ mod compose;
 mod config;
 mod cores;
 mod logger;
+mod process;
 mod shard_handler;
 mod shards;
 
@@ -106,6 +107,12 @@ fn start() -> Result<(), StartError> {
         .clone()
         .or_else(|| environment.get("IGGY_CONFIG_PATH").map(PathBuf::from));
     let config = Config::load(config_path.as_deref(), &environment)?;
+    process::private_files();
+    let files = process::raise_open_file_limit();
+    log::info!(
+        "open-file limit: {}",
+        files.map_or_else(|| "unlimited".into(), |n| n.to_string())
+    );
     prepare_data_directory(&config, cli.fresh)?;
     let root = root_credentials(&cli, &environment)?;
     let cores = cores::shard_cores(&config.cpu_allocation).map_err(StartError::Cores)?;
@@ -137,6 +144,7 @@ fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError
     }
     let runtime = path.join("runtime");
     std::fs::create_dir_all(&runtime).map_err(error("create", &runtime))?;
+    process::private_directory(path).map_err(error("make private", path))?;
     let effective = runtime.join("current_config.toml");
     std::fs::write(&effective, config.effective_toml()).map_err(error("write", &effective))?;
     Ok(())
@@ -254,6 +262,11 @@ fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
         node_ip: config.node_ip.clone(),
         tcp_port,
         started_at_us: shard::server::now_us(),
+        logins: shard::login_limit::LoginLimits {
+            failures_free: config.login_failures_free,
+            backoff_us: micros(config.login_backoff),
+            backoff_max_us: micros(config.login_backoff_max),
+        },
         groups: shard::data::GroupConfig {
             rebalancing_timeout_us: micros(config.rebalancing_timeout),
             // `heartbeat.enabled = false`: silent members are never evicted.

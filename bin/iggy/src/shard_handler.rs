@@ -67,6 +67,10 @@ impl ConnectionHandler for ShardHandler {
         connection.borrow().dialect
     }
 
+    fn authenticated(&self, connection: &RefCell<Connection>) -> bool {
+        connection.borrow().session.is_some()
+    }
+
     fn close(&self, connection: RefCell<Connection>) {
         let connection = connection.into_inner();
         self.server.close_connection(&connection);

@@ -49,6 +49,9 @@ pub(crate) struct PoolState {
     allocated_bytes: u64,
     free: Vec<Vec<AlignedBlock>>,
     counters: [BucketCounters; Bucket::COUNT],
+    /// Notified whenever a buffer comes back, so a reader waiting for memory wakes on the
+    /// event instead of polling.
+    returned: event_listener::Event,
 }
 
 impl Pool {
@@ -64,6 +67,7 @@ impl Pool {
             allocated_bytes: 0,
             free: (0..Bucket::COUNT).map(|_| Vec::new()).collect(),
             counters: [BucketCounters::default(); Bucket::COUNT],
+            returned: event_listener::Event::new(),
         };
         Self {
             state: Rc::new(RefCell::new(state)),
@@ -75,6 +79,12 @@ impl Pool {
         let bucket = bucket_for(length).ok_or(PoolError::TooLarge { requested: length })?;
         let block = self.state.borrow_mut().take(bucket)?;
         Ok(Buffer::new(block, bucket, Rc::clone(&self.state)))
+    }
+
+    /// A listener that fires when a buffer next returns to the pool. Take it before an
+    /// `acquire` that may fail with `Exhausted`, then await it: no return is missed between.
+    pub fn returned(&self) -> event_listener::EventListener {
+        self.state.borrow().returned.listen()
     }
 
     /// A buffer holding a copy of `bytes`.
@@ -157,5 +167,6 @@ impl PoolState {
         } else {
             self.allocated_bytes -= block.capacity() as u64;
         }
+        self.returned.notify(usize::MAX);
     }
 }

@@ -19,6 +19,7 @@ use crossfire::{AsyncRx, MAsyncTx, mpsc};
 use futures_util::future::{Either, select};
 
 use crate::data::{Cancel, Routes};
+use crate::hashing::HashPool;
 use crate::server::{ClientRecord, Server};
 
 /// A unit of work one shard sends another: it runs on the target's thread, borrowing the
@@ -62,6 +63,8 @@ pub struct Node {
     /// `CANCEL_DEFERRED_REQUEST` (§2.11) from any shard.
     pub parked: papaya::HashMap<(u128, u64), Arc<Cancel>>,
     next_client_number: AtomicU32,
+    /// The password hashing threads (logins and password changes run there, not on a shard).
+    pub hasher: HashPool,
 }
 
 /// The receiving end of one shard's inbox.
@@ -89,6 +92,7 @@ impl Node {
             clients: papaya::HashMap::new(),
             parked: papaya::HashMap::new(),
             next_client_number: AtomicU32::new(1),
+            hasher: HashPool::new(hash_threads()),
         };
         (Arc::new(node), receivers)
     }
@@ -116,6 +120,12 @@ impl Node {
             }
         }
     }
+}
+
+/// Hashing threads: a quarter of the cores, at least one, so a login storm never takes the
+/// cores the shards run on.
+fn hash_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 4).max(1))
 }
 
 impl Inbox {

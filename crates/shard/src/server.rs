@@ -30,6 +30,7 @@ use crate::connection::{BoundSession, Connection, TransportKind};
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
 use crate::liveness::{self, Activity, Liveness, Stale};
+use crate::login_limit::{LoginLimiter, LoginLimits};
 use crate::metadata::auth::IdentityLost;
 use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::node::{LocalFuture, Node, ShardGone};
@@ -58,6 +59,8 @@ pub struct ServerInfo {
     pub started_at_us: u64,
     /// Consumer-group timeouts (`consumer_group.rebalancing_timeout`, `heartbeat.interval`).
     pub groups: GroupConfig,
+    /// Failed-login backoff (`[login]`).
+    pub logins: LoginLimits,
 }
 
 /// What `GET_CLIENT(S)` reports about one open connection, and its liveness.
@@ -89,6 +92,8 @@ pub struct Server {
     pub node: Arc<Node>,
     /// CPU usage between two `GET_STATS` on this shard.
     pub cpu: crate::cpu::CpuSampler,
+    /// Failed logins by address and user name; only the leader's is used (logins go there).
+    pub logins: RefCell<LoginLimiter>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -163,6 +168,7 @@ impl Server {
                 session_seed,
                 Arc::clone(&node.sessions),
             )),
+            logins: RefCell::new(LoginLimiter::new(info.logins)),
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),
@@ -528,7 +534,7 @@ impl Server {
             if !leader {
                 return self.forward(connection, raw_header, body).await;
             }
-            return handler::session::login(self, connection, header, body);
+            return handler::session::login(self, connection, header, body).await;
         }
         if let Some(bound) = connection.session
             && let Err(reason) = self.session_holds(bound, header.client.get())

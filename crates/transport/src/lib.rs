@@ -47,6 +47,10 @@ pub trait ConnectionHandler {
     /// The dialect the connection speaks now: refusal codes are mapped to ones it knows.
     fn dialect(&self, connection: &Self::Connection) -> Dialect;
 
+    /// Whether the connection is bound to a session: until it is, frames are held to the
+    /// small unauthenticated size and the connection to the handshake grace.
+    fn authenticated(&self, connection: &Self::Connection) -> bool;
+
     /// The connection ended (peer closed, eviction, bad frame or shutdown).
     fn close(&self, connection: Self::Connection);
 }

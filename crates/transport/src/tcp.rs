@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::{Pin, pin};
 use std::rc::Rc;
@@ -52,6 +52,17 @@ pub struct TcpConfig {
     /// Requests of one connection read but not yet answered; at the limit the connection is
     /// not read until an answer is written (TCP backpressure). At least 1.
     pub in_flight_max: usize,
+    /// Largest frame before the connection is authenticated: its body is read onto the heap,
+    /// never from the pool, so connections that proved nothing cannot starve it.
+    pub unauthenticated_frame_size_max: u32,
+    /// How long a connection may stay unauthenticated (`message_bus.handshake_grace`).
+    pub handshake_grace: Duration,
+    /// How long the rest of a frame may take once its first bytes arrived.
+    pub frame_read_timeout: Duration,
+    /// How long a reply may wait for the client to take it before the connection is closed.
+    pub write_timeout: Duration,
+    /// Connections open at once from one IP address; 0 = no limit.
+    pub connections_per_ip_max: usize,
 }
 
 /// Binding the listener failed.
@@ -82,8 +93,64 @@ struct ServeState {
     stopping: Cell<bool>,
 }
 
-/// Connections open on every shard, counted against `connections_max` by the accept loop.
-pub type ConnectionCount = Arc<AtomicUsize>;
+/// Connections open on every shard, counted against `connections_max` (and per address
+/// against `connections_per_ip_max`) by the accept loop.
+pub type ConnectionCount = Arc<Connections>;
+
+/// The open connections of every shard: a total and a count per peer address.
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: AtomicUsize,
+    per_address: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+}
+
+impl Connections {
+    /// Counts a new connection from `address` unless a limit is reached (`per_address_max`
+    /// 0 = none); says whether it was counted.
+    fn try_open(&self, address: IpAddr, max: usize, per_address_max: usize) -> Result<(), String> {
+        let open = self.open.load(Ordering::Relaxed);
+        if open >= max {
+            return Err(format!("{open} connections open (tcp.max_connections)"));
+        }
+        if per_address_max > 0 {
+            let mut per_address = self.lock();
+            let count = per_address.entry(address).or_insert(0);
+            if *count >= per_address_max {
+                let count = *count;
+                return Err(format!(
+                    "{count} connections open from it (tcp.max_connections_per_ip)"
+                ));
+            }
+            *count += 1;
+        }
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A counted connection from `address` ended.
+    fn close(&self, address: IpAddr) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        let mut per_address = self.lock();
+        if let Some(count) = per_address.get_mut(&address) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                per_address.remove(&address);
+            }
+        }
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<IpAddr, usize>> {
+        // A panic while counting cannot leave the map inconsistent (one integer update).
+        self.per_address
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// An accepted connection on its way to the shard that will serve it.
 #[derive(Debug)]
@@ -142,7 +209,7 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
                 Ok(stream) => self.adopt(stream, handed.peer),
                 Err(error) => {
                     log::warn!("tcp: {}: adopt handed connection: {error}", handed.peer);
-                    self.connections.fetch_sub(1, Ordering::Relaxed);
+                    self.connections.close(handed.peer.ip());
                 }
             }
         }
@@ -168,7 +235,7 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
             };
             let connection = serve_connection(stream, peer, serving, connection);
             handler.close(connection.await);
-            connections.fetch_sub(1, Ordering::Relaxed);
+            connections.close(peer.ip());
         })
         .detach();
     }
@@ -250,7 +317,7 @@ impl TcpServer {
         let _ = select(accept, shutdown).await;
         log::info!(
             "tcp: stopped accepting; {} connection(s) open",
-            local.connections.load(Ordering::Relaxed)
+            local.connections.open()
         );
     }
 }
@@ -270,13 +337,17 @@ where
                 continue;
             }
         };
-        let open = local.connections.load(Ordering::Relaxed);
-        if open >= local.config.connections_max {
-            log::warn!("tcp: refused {peer}: {open} connections open (tcp.max_connections)");
+        let config = &local.config;
+        let counted = local.connections.try_open(
+            peer.ip(),
+            config.connections_max,
+            config.connections_per_ip_max,
+        );
+        if let Err(reason) = counted {
+            log::warn!("tcp: refused {peer}: {reason}");
             drop(stream);
             continue;
         }
-        local.connections.fetch_add(1, Ordering::Relaxed);
         let shard = next % shards;
         next = next.wrapping_add(1);
         match shard.checked_sub(1).and_then(|index| others.get(index)) {
@@ -298,14 +369,14 @@ async fn hand_off(
         Ok(descriptor) => descriptor,
         Err(error) => {
             log::warn!("tcp: {peer}: duplicate descriptor for hand-off: {error}");
-            connections.fetch_sub(1, Ordering::Relaxed);
+            connections.close(peer.ip());
             return;
         }
     };
     drop(stream);
     if handoff.send(Handed { descriptor, peer }).await.is_err() {
         log::warn!("tcp: {peer}: its shard stopped; connection closed");
-        connections.fetch_sub(1, Ordering::Relaxed);
+        connections.close(peer.ip());
     }
 }
 
@@ -316,6 +387,8 @@ enum Ended {
     BadFrame(BadFrame, proto::DecodeError),
     Evicted,
     Stopping,
+    /// A read or write did not complete in time: what it was.
+    TimedOut(&'static str),
 }
 
 /// What the reader task hands the connection loop.
@@ -350,13 +423,30 @@ async fn serve_connection<H: ConnectionHandler>(
     let (reader, mut writer) = stream.into_split();
     // The channel holds one frame read ahead; `serve_frames` bounds the ones being handled.
     let (sender, mut frames) = mpsc::channel(0);
-    let _reader = compio::runtime::spawn(read_frames(reader, config, pool, sender));
-    let limit = config.in_flight_max.max(1);
-    let ended = serve_frames(&mut frames, &mut writer, handler, state, &connection, limit).await;
+    let authenticated = Rc::new(Cell::new(handler.authenticated(&connection)));
+    let answered = Rc::new(event_listener::Event::new());
+    let reading = Reading {
+        config,
+        pool,
+        authenticated: Rc::clone(&authenticated),
+        answered: Rc::clone(&answered),
+        opened: Instant::now(),
+    };
+    let _reader = compio::runtime::spawn(read_frames(reader, reading, sender));
+    let link = Link {
+        handler,
+        state,
+        connection: &connection,
+        authenticated: &authenticated,
+        answered: &answered,
+        config,
+    };
+    let ended = serve_frames(&mut frames, &mut writer, &link).await;
     match ended {
         Ended::PeerClosed | Ended::Stopping => log::debug!("tcp: {peer} closed"),
         Ended::Io(error) => log::info!("tcp: {peer} closed: {error}"),
         Ended::Evicted => log::info!("tcp: {peer} evicted"),
+        Ended::TimedOut(what) => log::info!("tcp: {peer} closed: {what} timed out"),
         Ended::BadFrame(kind, error) => {
             log::warn!("tcp: {peer} sent a bad frame ({kind:?}: {error}); connection closed");
         }
@@ -364,18 +454,37 @@ async fn serve_connection<H: ConnectionHandler>(
     connection
 }
 
+/// What the connection loop serves one connection with.
+struct Link<'l, H: ConnectionHandler> {
+    handler: &'l H,
+    state: &'l ServeState,
+    connection: &'l H::Connection,
+    /// Shared with the reader task, which sizes and times frames by it.
+    authenticated: &'l Cell<bool>,
+    /// Notified after every answer, once `authenticated` is up to date.
+    answered: &'l event_listener::Event,
+    config: TcpConfig,
+}
+
 /// The connection loop: takes frames from the reader task, handles them concurrently, and
 /// writes each answer as it completes (replies are matched by request number, §1.11). An
 /// eviction the handler signals (the server ended the session) is written at once and ends
-/// the connection; the requests still being handled go unanswered.
+/// the connection; the requests still being handled go unanswered. A write the client does
+/// not take within the write timeout ends the connection, freeing what its requests hold.
 async fn serve_frames<H: ConnectionHandler>(
     frames: &mut mpsc::Receiver<Incoming>,
     writer: &mut TcpStream,
-    handler: &H,
-    state: &ServeState,
-    connection: &H::Connection,
-    in_flight_max: usize,
+    link: &Link<'_, H>,
 ) -> Ended {
+    let Link {
+        handler,
+        state,
+        connection,
+        config,
+        ..
+    } = *link;
+    let in_flight_max = config.in_flight_max.max(1);
+    let write_timeout = config.write_timeout;
     let mut pending = FuturesUnordered::new();
     let mut evicted = pin!(handler.evicted(connection));
     let mut reading = true;
@@ -402,7 +511,7 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
-                write(writer, eviction)
+                write(writer, eviction, write_timeout)
                     .await
                     .and(Err(Ended::BadFrame(kind, error)))
             }
@@ -416,13 +525,17 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
             Event::Answered(header, answer) => {
-                let written = write_answer(writer, handler, connection, &header, answer).await;
+                link.authenticated.set(handler.authenticated(connection));
+                link.answered.notify(usize::MAX);
+                let written = write_answer(writer, link, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
                 written
             }
             Event::Evicted(reason) => {
                 let eviction = frame::eviction_of(client, reason);
-                write(writer, eviction).await.and(Err(Ended::Evicted))
+                write(writer, eviction, write_timeout)
+                    .await
+                    .and(Err(Ended::Evicted))
             }
         };
         if let Err(ended) = result {
@@ -495,50 +608,76 @@ async fn answer<H: ConnectionHandler>(
 
 async fn write_answer<H: ConnectionHandler>(
     writer: &mut TcpStream,
-    handler: &H,
-    connection: &H::Connection,
+    link: &Link<'_, H>,
     header: &[u8; HEADER_SIZE],
     answer: Answer,
 ) -> Result<(), Ended> {
     let evicted = matches!(answer, Answer::Evict(_));
-    if let Some(frame) = frame::encode(header, answer, handler.dialect(connection)) {
-        write_frame(writer, frame).await?;
+    let dialect = link.handler.dialect(link.connection);
+    if let Some(frame) = frame::encode(header, answer, dialect) {
+        write_frame(writer, frame, link.config.write_timeout).await?;
     }
     if evicted { Err(Ended::Evicted) } else { Ok(()) }
 }
 
-/// The reader task: frames in order until the peer closes, the socket fails or a frame is
-/// bad. The bounded channel is the in-flight limit: reading pauses while it is full.
-async fn read_frames(
-    mut stream: TcpStream,
+/// What the reader task reads with.
+struct Reading {
     config: TcpConfig,
     pool: Rc<Pool>,
-    mut sender: mpsc::Sender<Incoming>,
-) {
+    /// Set by the connection loop after each answer.
+    authenticated: Rc<Cell<bool>>,
+    /// Notified by the connection loop after each answer.
+    answered: Rc<event_listener::Event>,
+    /// When the connection was accepted: the handshake grace runs from here.
+    opened: Instant,
+}
+
+/// The reader task: frames in order until the peer closes, the socket fails, a frame is bad
+/// or a read times out. The bounded channel is the in-flight limit: reading pauses while it
+/// is full.
+async fn read_frames(mut stream: TcpStream, reading: Reading, mut sender: mpsc::Sender<Incoming>) {
     loop {
-        let incoming = match read_frame(&mut stream, config, &pool).await {
+        let incoming = match read_frame(&mut stream, &reading).await {
             Ok(incoming) => incoming,
             Err(ended) => Incoming::End(ended),
         };
         let last = !matches!(incoming, Incoming::Frame(..));
+        // Before login a client is lockstep (it waits for the login's answer): the next frame
+        // is read only once this one is answered, so it is sized and timed by what the
+        // answer made of the connection.
+        let lockstep = (!last && !reading.authenticated.get()).then(|| reading.answered.listen());
         let ready = std::future::poll_fn(|context| sender.poll_ready(context)).await;
         if ready.is_err() || sender.try_send(incoming).is_err() || last {
             return;
         }
+        if let Some(answered) = lockstep {
+            answered.await;
+        }
     }
 }
 
-async fn read_frame(
-    stream: &mut TcpStream,
-    config: TcpConfig,
-    pool: &Pool,
-) -> Result<Incoming, Ended> {
-    let header_bytes = body::read_heap(stream, HEADER_SIZE).await?;
+/// Reads one frame. An unauthenticated connection must deliver it within the handshake
+/// grace and within the small frame limit, its body on the heap; an authenticated one may
+/// idle between frames, and its body comes from the pool. Either way, once a frame's first
+/// bytes arrived the rest must follow within the frame read timeout.
+async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incoming, Ended> {
+    let config = reading.config;
+    let authenticated = reading.authenticated.get();
+    let idle_deadline = (!authenticated).then(|| reading.opened + config.handshake_grace);
+    let (header_bytes, started) =
+        body::read_header(stream, idle_deadline, config.frame_read_timeout).await?;
     let header: Box<[u8; HEADER_SIZE]> = header_bytes
         .into_boxed_slice()
         .try_into()
-        .expect("read_exact filled exactly HEADER_SIZE bytes");
-    let prefix = match frame_prefix(&header[..], config.frame_size_max) {
+        .expect("read_header fills exactly HEADER_SIZE bytes");
+    let size_max = if authenticated {
+        config.frame_size_max
+    } else {
+        config
+            .unauthenticated_frame_size_max
+            .min(config.frame_size_max)
+    };
+    let prefix = match frame_prefix(&header[..], size_max) {
         Ok(prefix) if prefix.command == Command::Request => prefix,
         Ok(prefix) => {
             let error = command_error(prefix.command);
@@ -549,7 +688,14 @@ async fn read_frame(
         }
         Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
     };
-    let body = body::read_body(stream, prefix.body_length(), pool).await?;
+    let deadline = started + config.frame_read_timeout;
+    let body = if authenticated {
+        body::read_body(stream, prefix.body_length(), &reading.pool, deadline).await?
+    } else {
+        body::read_heap_until(stream, prefix.body_length(), deadline)
+            .await
+            .map(Body::Heap)?
+    };
     Ok(Incoming::Frame(header, body))
 }
 
@@ -559,20 +705,31 @@ fn command_error(command: Command) -> proto::DecodeError {
     proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
 }
 
-async fn write(stream: &mut TcpStream, bytes: Vec<u8>) -> Result<(), Ended> {
-    let BufResult(result, _) = stream.write_all(bytes).await;
-    result.map_err(Ended::Io)
+async fn write(stream: &mut TcpStream, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended> {
+    match compio::time::timeout(timeout, stream.write_all(bytes)).await {
+        Ok(BufResult(result, _)) => result.map_err(Ended::Io),
+        Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+    }
 }
 
 /// Writes the head and then the tail with one vectored write (no copy of the tail).
-async fn write_frame(stream: &mut TcpStream, frame: frame::Frame) -> Result<(), Ended> {
+async fn write_frame(
+    stream: &mut TcpStream,
+    frame: frame::Frame,
+    timeout: Duration,
+) -> Result<(), Ended> {
     if frame.tail.is_empty() {
-        return write(stream, frame.head).await;
+        return write(stream, frame.head, timeout).await;
     }
-    let BufResult(result, _) = stream.write_vectored_all([frame.head, frame.tail]).await;
-    result.map_err(Ended::Io)
+    let written = stream.write_vectored_all([frame.head, frame.tail]);
+    match compio::time::timeout(timeout, written).await {
+        Ok(BufResult(result, _)) => result.map_err(Ended::Io),
+        Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+    }
 }
 
 mod body;
+#[cfg(test)]
+mod limits_tests;
 #[cfg(test)]
 mod tests;

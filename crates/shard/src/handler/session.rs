@@ -13,7 +13,7 @@ use proto::{Dialect, ErrorCode};
 
 use super::operation_of;
 use crate::connection::{BoundSession, Connection};
-use crate::metadata::auth::token_digest;
+use crate::metadata::auth::{dummy_password_hash, token_digest};
 use crate::outcome::Outcome;
 use crate::server::{SERVER_VERSION, Server, now_us};
 
@@ -42,7 +42,7 @@ pub(crate) fn handle(
 }
 
 /// A `Register` request: version gate, credentials, session, then the bound connection.
-pub(crate) fn login(
+pub(crate) async fn login(
     server: &Server,
     connection: &mut Connection,
     header: &RequestHeader,
@@ -77,7 +77,7 @@ pub(crate) fn login(
         Credentials::Token(token, _) => Some(token_digest(token.expose())),
         Credentials::Password(..) => None,
     };
-    let (user_id, bind_secret) = match authenticate(server, credentials) {
+    let (user_id, bind_secret) = match authenticate(server, connection, credentials).await {
         Ok(identity) => identity,
         Err(Refusal::Evict(reason)) => return evict(connection, reason, "credentials"),
         Err(Refusal::Code(code)) => {
@@ -117,17 +117,23 @@ enum Refusal {
 }
 
 /// The user the credentials prove, with the bind secret to register.
-fn authenticate(server: &Server, credentials: Credentials) -> Result<(u32, BindSecret), Refusal> {
-    let metadata = server.metadata.borrow();
+async fn authenticate(
+    server: &Server,
+    connection: &Connection,
+    credentials: Credentials,
+) -> Result<(u32, BindSecret), Refusal> {
     let (user, secret) = match credentials {
-        Credentials::Password(username, password, secret) => (
-            metadata.authenticate(username.as_str(), password.expose()),
-            secret,
-        ),
-        Credentials::Token(token, secret) => (
-            metadata.authenticate_token(token.expose(), now_us()),
-            secret,
-        ),
+        Credentials::Password(username, password, secret) => {
+            let user = password_login(server, connection, username.as_str(), password).await;
+            (user, secret)
+        }
+        Credentials::Token(token, secret) => {
+            let user = server
+                .metadata
+                .borrow()
+                .authenticate_token(token.expose(), now_us());
+            (user, secret)
+        }
     };
     let refusal = |code| match code {
         ErrorCode::InvalidCredentials => Refusal::Evict(EvictionReason::InvalidCredentials),
@@ -136,6 +142,56 @@ fn authenticate(server: &Server, credentials: Credentials) -> Result<(u32, BindS
         other => Refusal::Code(other),
     };
     user.map(|user_id| (user_id, secret)).map_err(refusal)
+}
+
+/// A password login: refused at once while the address or user name is backing off;
+/// otherwise the password is checked on the hashing threads against the user's hash, or
+/// against a dummy hash for an unknown user so both refusals cost the same. The outcome
+/// feeds the rate limiter.
+async fn password_login(
+    server: &Server,
+    connection: &Connection,
+    username: &str,
+    password: Secret,
+) -> Result<u32, ErrorCode> {
+    let address = connection.address.ip();
+    if let Err(until_us) = server.logins.borrow().check(address, username, now_us()) {
+        log::info!(
+            "client {} ({address}): login as {username:?} refused: backing off for {} ms",
+            connection.client_number,
+            until_us.saturating_sub(now_us()) / 1000
+        );
+        return Err(ErrorCode::InvalidCredentials);
+    }
+    let stored = server
+        .metadata
+        .borrow()
+        .user_by_name(username)
+        .map(|user| user.password_hash.clone());
+    let known = stored.is_some();
+    let hash = stored.unwrap_or_else(|| dummy_password_hash().to_owned());
+    let matched = server
+        .node
+        .hasher
+        .verify(password.expose().to_owned(), hash.clone())
+        .await;
+    // The metadata may have changed while the check ran: the user must still hold that hash.
+    let result = {
+        let metadata = server.metadata.borrow();
+        match metadata.user_by_name(username) {
+            Some(user) if known && matched && user.password_hash == hash => {
+                metadata.active_user(user.id)
+            }
+            _ => Err(ErrorCode::InvalidCredentials),
+        }
+    };
+    let mut logins = server.logins.borrow_mut();
+    match result {
+        Ok(_) => logins.succeeded(address, username),
+        Err(ErrorCode::InvalidCredentials) => logins.failed(address, username, now_us()),
+        Err(_) => {}
+    }
+    result
 }
 
 /// `BIND_SESSION`: re-attaches this connection to a session its client already holds.

@@ -11,11 +11,12 @@ use proto::header::RequestHeader;
 
 use super::commit::Call;
 use crate::connection::Connection;
-use crate::metadata::auth::hash_password;
 use crate::metadata::permissions::{can_read_users, require};
 use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
 use crate::server::{Server, now_us};
+use proto::commands::Empty;
+use proto::commands::users::ChangePassword;
 
 pub(crate) async fn handle(
     server: &Server,
@@ -27,12 +28,19 @@ pub(crate) async fn handle(
     match request {
         request @ (Request::GetUser(_) | Request::GetUsers(_)) => read(server, call, &request),
         Request::CreateUser(create) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata).and_then(|actor| {
-                    validate::create_user(&metadata, actor, &create, now_us(), hash)
-                })
+            let checked = call.validate(server, |metadata, actor| {
+                validate::create_user(metadata, actor, &create, now_us(), unhashed)
+            });
+            let hashed = match checked {
+                Ok(_) => hash(server, create.password.expose()).await,
+                Err(code) => Err(code),
             };
+            // Validated again: the metadata may have changed while the hash was made.
+            let op = hashed.and_then(|hashed| {
+                call.validate(server, |metadata, actor| {
+                    validate::create_user(metadata, actor, &create, now_us(), |_| Ok(hashed))
+                })
+            });
             let id = match &op {
                 Ok(MetadataOp::CreateUser { id, .. }) => *id,
                 _ => 0,
@@ -60,12 +68,7 @@ pub(crate) async fn handle(
             })
             .await
         }
-        Request::ChangePassword(change) => {
-            call.commit_checked(server, |metadata, actor| {
-                validate::change_password(metadata, actor, &change, hash)
-            })
-            .await
-        }
+        Request::ChangePassword(change) => change_password(server, call, &change).await,
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
 }
@@ -103,10 +106,47 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
     }
 }
 
-/// An argon2id hash of `password`; a failing random source or hasher refuses the request
-/// with the generic `1 Error`.
-fn hash(password: &str) -> Result<String, ErrorCode> {
-    hash_password(password).map_err(|error| {
+/// `CHANGE_PASSWORD` (37): every check but the passwords first, then the current password
+/// is checked and the new one hashed on the hashing threads, then validated for real.
+async fn change_password(server: &Server, call: Call, change: &ChangePassword) -> Outcome {
+    let stored = call.validate(server, |metadata, actor| {
+        validate::change_password(metadata, actor, change, |_| true, unhashed)?;
+        Ok(metadata.user(&change.user_id)?.password_hash.clone())
+    });
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err(code) => return call.reject(server, code),
+    };
+    let current = change.current_password.expose().to_owned();
+    let matches = server.node.hasher.verify(current, stored.clone()).await;
+    let hashed = if matches {
+        hash(server, change.new_password.expose()).await
+    } else {
+        Ok(String::new())
+    };
+    let op = hashed.and_then(|hashed| {
+        call.validate(server, |metadata, actor| {
+            // The stored hash must be the one the current password was checked against.
+            let current_matches = |now_stored: &str| matches && now_stored == stored;
+            validate::change_password(metadata, actor, change, current_matches, |_| Ok(hashed))
+        })
+    });
+    call.commit(server, op, |_, _| Some(Empty)).await
+}
+
+/// A stand-in for the hash in a first validation, which only decides whether hashing is
+/// worth its cost; its op is never committed. A `Result` because that is the hash
+/// function's shape.
+#[allow(clippy::unnecessary_wraps)]
+fn unhashed(_password: &str) -> Result<String, ErrorCode> {
+    Ok(String::new())
+}
+
+/// An argon2id hash of `password`, made on the hashing threads; a failing random source or
+/// hasher refuses the request with the generic `1 Error`.
+async fn hash(server: &Server, password: &str) -> Result<String, ErrorCode> {
+    let hashed = server.node.hasher.hash(password.to_owned()).await;
+    hashed.map_err(|error| {
         log::error!("password hashing failed: {error}");
         ErrorCode::Error
     })

@@ -38,6 +38,26 @@ pub fn hash_password(password: &str) -> Result<String, CredentialError> {
     Ok(hash.to_string())
 }
 
+/// An argon2id hash of a random password, made once with the same parameters as real ones:
+/// checking a login for an unknown user against it costs what a wrong password costs, so
+/// the answer time does not tell which user names exist.
+pub fn dummy_password_hash() -> &'static str {
+    static DUMMY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let mut password = [0_u8; 24];
+        // A failed random source still leaves a hash of the right cost; nobody knows it.
+        let _ = getrandom::fill(&mut password);
+        let password = URL_SAFE_NO_PAD.encode(password);
+        hash_password(&password).unwrap_or_else(|_| {
+            // Only the random salt can fail here; a fixed salt keeps the cost the same.
+            Argon2::default()
+                .hash_password_with_salt(password.as_bytes(), b"dummy-login-salt")
+                .map(|hash| hash.to_string())
+                .unwrap_or_default()
+        })
+    })
+}
+
 /// Whether `password` matches the stored PHC string (a malformed hash matches nothing).
 pub fn verify_password(password: &str, password_hash: &str) -> bool {
     Argon2::default()
@@ -89,14 +109,25 @@ fn hex_digit(nibble: u8) -> char {
 
 impl Metadata {
     /// Password login: the user's id, or `42 InvalidCredentials` (unknown user or wrong
-    /// password, indistinguishable), `47 UserInactive`.
+    /// password, indistinguishable: an unknown user is checked against a dummy hash),
+    /// `47 UserInactive`. The server runs the check on its hashing threads instead.
     pub fn authenticate(&self, username: &str, password: &str) -> Result<u32, ErrorCode> {
-        let user = self
-            .user_by_name(username)
-            .ok_or(ErrorCode::InvalidCredentials)?;
+        let Some(user) = self.user_by_name(username) else {
+            verify_password(password, dummy_password_hash());
+            return Err(ErrorCode::InvalidCredentials);
+        };
         if !verify_password(password, &user.password_hash) {
             return Err(ErrorCode::InvalidCredentials);
         }
+        active(user)
+    }
+
+    /// The id of user `user_id` if it exists and is active: `42` or `47` otherwise.
+    pub fn active_user(&self, user_id: u32) -> Result<u32, ErrorCode> {
+        let user = self
+            .users
+            .get(&user_id)
+            .ok_or(ErrorCode::InvalidCredentials)?;
         active(user)
     }
 

@@ -42,6 +42,7 @@ fn server() -> Server {
         node_ip: "127.0.0.1".into(),
         tcp_port: 8090,
         started_at_us: 0,
+        logins: crate::login_limit::LoginLimits::default(),
         groups: crate::data::GroupConfig::default(),
     };
     let root = std::env::temp_dir().join("shard-server-tests-unused");

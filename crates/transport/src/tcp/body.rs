@@ -8,20 +8,19 @@
 //! give memory back; there is no fallback to the heap. Only a body larger than the largest
 //! class (512 MiB, above any sane `message_bus.max_message_size`) is read into a `Vec`.
 
+use std::future::Future;
 use std::io;
 use std::ops::Deref;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use compio::BufResult;
 use compio::buf::{IntoInner, IoBuf};
-use compio::io::AsyncReadExt;
+use compio::io::{AsyncRead, AsyncReadExt};
 use compio::net::TcpStream;
 use pool::{Buffer, Pool, PoolError};
+use proto::header::HEADER_SIZE;
 
 use super::Ended;
-
-/// How long a read waits before asking an exhausted pool again.
-const EXHAUSTED_RETRY: Duration = Duration::from_millis(1);
 
 /// A request body.
 #[derive(Debug)]
@@ -41,27 +40,74 @@ impl Deref for Body {
     }
 }
 
-/// Reads a body of `length` bytes into a pool buffer.
+/// Reads a body of `length` bytes into a pool buffer; the bytes must arrive by `deadline`
+/// (time spent waiting for pool memory does not count: that wait is the server's).
 pub(super) async fn read_body(
     stream: &mut TcpStream,
     length: usize,
     pool: &Pool,
+    deadline: Instant,
 ) -> Result<Body, Ended> {
     if length == 0 {
         return Ok(Body::Heap(Vec::new()));
     }
+    let waited_from = Instant::now();
     let Some(buffer) = acquire(pool, length).await else {
-        return read_heap(stream, length).await.map(Body::Heap);
+        return read_heap_until(stream, length, deadline)
+            .await
+            .map(Body::Heap);
     };
-    let BufResult(result, buffer) = stream.read_exact(buffer.slice(..length)).await;
+    let deadline = deadline + waited_from.elapsed();
+    let read = stream.read_exact(buffer.slice(..length));
+    let BufResult(result, buffer) = within(deadline, "a frame body", read).await?;
     finish(result).map(|()| Body::Pooled(buffer.into_inner()))
 }
 
-/// A buffer of at least `length` bytes, waiting while the pool is exhausted; `None` when no
-/// class is large enough.
+/// Reads a frame header: waits for its first bytes until `idle_deadline` (none: forever),
+/// then for the rest within `frame_timeout`. Returns the header and when its first bytes came.
+pub(super) async fn read_header(
+    stream: &mut TcpStream,
+    idle_deadline: Option<Instant>,
+    frame_timeout: Duration,
+) -> Result<(Vec<u8>, Instant), Ended> {
+    let first = stream.read(Vec::with_capacity(HEADER_SIZE));
+    let BufResult(result, header) = match idle_deadline {
+        Some(deadline) => within(deadline, "the login (handshake grace)", first).await?,
+        None => first.await,
+    };
+    let started = Instant::now();
+    match result {
+        Ok(0) => return Err(Ended::PeerClosed),
+        Ok(_) => {}
+        Err(error) => return Err(Ended::Io(error)),
+    }
+    let got = header.len();
+    if got == HEADER_SIZE {
+        return Ok((header, started));
+    }
+    let rest = stream.read_exact(header.slice(got..HEADER_SIZE));
+    let BufResult(result, header) = within(started + frame_timeout, "a frame header", rest).await?;
+    finish(result).map(|()| (header.into_inner(), started))
+}
+
+/// `future`, unless `deadline` passes first: then the connection ends as timed out.
+async fn within<F: Future>(
+    deadline: Instant,
+    what: &'static str,
+    future: F,
+) -> Result<F::Output, Ended> {
+    compio::time::timeout_at(deadline, future)
+        .await
+        .map_err(|_elapsed| Ended::TimedOut(what))
+}
+
+/// A buffer of at least `length` bytes, waiting while the pool is exhausted until a buffer
+/// comes back (an event, not a poll); `None` when no class is large enough.
 async fn acquire(pool: &Pool, length: usize) -> Option<Buffer> {
     let mut warned = false;
     loop {
+        // Listening first: a buffer returned between the failed acquire and the wait wakes it.
+        let returned = pool.returned();
         match pool.acquire(length) {
             Ok(buffer) => return Some(buffer),
             Err(PoolError::TooLarge { .. }) => return None,
@@ -70,19 +116,25 @@ async fn acquire(pool: &Pool, length: usize) -> Option<Buffer> {
                     log::warn!("tcp: {error}; reading waits for memory to come back");
                     warned = true;
                 }
-                compio::time::sleep(EXHAUSTED_RETRY).await;
+                returned.await;
             }
         }
     }
 }
 
-/// Reads exactly `length` bytes into a fresh `Vec` (headers, and bodies beyond the pool).
-pub(super) async fn read_heap(stream: &mut TcpStream, length: usize) -> Result<Vec<u8>, Ended> {
+/// Reads exactly `length` bytes into a fresh `Vec` by `deadline` (bodies of unauthenticated
+/// connections, which are small, and bodies beyond the pool's largest class).
+pub(super) async fn read_heap_until(
+    stream: &mut TcpStream,
+    length: usize,
+    deadline: Instant,
+) -> Result<Vec<u8>, Ended> {
     if length == 0 {
         return Ok(Vec::new());
     }
     let buffer = Vec::with_capacity(length).slice(..length);
-    let BufResult(result, buffer) = stream.read_exact(buffer).await;
+    let BufResult(result, buffer) =
+        within(deadline, "a frame body", stream.read_exact(buffer)).await?;
     finish(result).map(|()| buffer.into_inner())
 }
 

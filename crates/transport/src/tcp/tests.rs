@@ -57,6 +57,10 @@ impl ConnectionHandler for Scripted {
         std::future::pending()
     }
 
+    fn authenticated(&self, (): &()) -> bool {
+        true
+    }
+
     fn dialect(&self, (): &()) -> Dialect {
         Dialect::V0_12_2
     }
@@ -97,6 +101,10 @@ impl ConnectionHandler for Evicting {
         EvictionReason::StaleClient
     }
 
+    fn authenticated(&self, (): &()) -> bool {
+        true
+    }
+
     fn dialect(&self, (): &()) -> Dialect {
         Dialect::V0_12_2
     }
@@ -104,7 +112,7 @@ impl ConnectionHandler for Evicting {
     fn close(&self, (): ()) {}
 }
 
-fn request(number: u64, body: &[u8]) -> Vec<u8> {
+pub(super) fn request(number: u64, body: &[u8]) -> Vec<u8> {
     let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
     header.request = number.into();
     header.session = 1.into();
@@ -113,7 +121,7 @@ fn request(number: u64, body: &[u8]) -> Vec<u8> {
     frame
 }
 
-fn read_frame(stream: &mut TcpStream) -> Vec<u8> {
+pub(super) fn read_frame(stream: &mut TcpStream) -> Vec<u8> {
     let mut frame = vec![0; 256];
     stream.read_exact(&mut frame).unwrap();
     let size = u32::from_le_bytes(frame[48..52].try_into().unwrap());
@@ -198,14 +206,17 @@ fn a_signalled_eviction_is_written_and_closes_the_connection() {
 /// Serves `handler` on a loopback listener until `client`, run on its own thread (the
 /// runtime thread serves), returns; fails if the client failed.
 fn serve_until_done<H: ConnectionHandler + 'static>(handler: H, client: fn(SocketAddr)) {
+    serve_with(config(), handler, client);
+}
+
+/// [`serve_until_done`] with `config`.
+pub(super) fn serve_with<H: ConnectionHandler + 'static>(
+    config: TcpConfig,
+    handler: H,
+    client: fn(SocketAddr),
+) {
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let config = TcpConfig {
-            address: "127.0.0.1:0".parse().unwrap(),
-            connections_max: 8,
-            frame_size_max: 1 << 20,
-            in_flight_max: 4,
-        };
         let server = TcpServer::bind(config).await.unwrap();
         let address = server.local_address();
         let done = Rc::new(Cell::new(false));
@@ -253,6 +264,10 @@ impl ConnectionHandler for ThreadName {
         }
     }
 
+    fn authenticated(&self, (): &()) -> bool {
+        true
+    }
+
     fn dialect(&self, (): &()) -> Dialect {
         Dialect::V0_12_2
     }
@@ -269,12 +284,17 @@ fn test_pool() -> Rc<pool::Pool> {
     Rc::new(pool::Pool::new(pool::PoolConfig::default()).unwrap())
 }
 
-fn config() -> TcpConfig {
+pub(super) fn config() -> TcpConfig {
     TcpConfig {
         address: "127.0.0.1:0".parse().unwrap(),
         connections_max: 8,
         frame_size_max: 1 << 20,
         in_flight_max: 4,
+        unauthenticated_frame_size_max: 16 << 10,
+        handshake_grace: Duration::from_secs(10),
+        frame_read_timeout: Duration::from_secs(10),
+        write_timeout: Duration::from_secs(10),
+        connections_per_ip_max: 0,
     }
 }
 
@@ -360,6 +380,10 @@ impl ConnectionHandler for Holding {
 
     async fn evicted(&self, (): &()) -> EvictionReason {
         std::future::pending().await
+    }
+
+    fn authenticated(&self, (): &()) -> bool {
+        true
     }
 
     fn dialect(&self, (): &()) -> Dialect {

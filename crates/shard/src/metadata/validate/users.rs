@@ -12,7 +12,6 @@ use proto::commands::users::{
 };
 use proto::primitives::Permissions;
 
-use crate::metadata::auth::verify_password;
 use crate::metadata::options::check_user_create_options;
 use crate::metadata::permissions::{ROOT_USER_ID, can_change_password, can_manage_users, require};
 use crate::metadata::resolve::lowest_free_id;
@@ -91,16 +90,20 @@ pub fn update_permissions(
 
 /// `CHANGE_PASSWORD`: `20`, `41` (another user without `manage_users`), `44` bad new
 /// password, `42` wrong current password.
+///
+/// `current_matches(stored_hash)` says whether the request's current password matches the
+/// user's stored hash: the server checks it on its hashing threads beforehand.
 pub fn change_password(
     metadata: &Metadata,
     actor: &User,
     request: &ChangePassword,
+    current_matches: impl FnOnce(&str) -> bool,
     hash: impl FnOnce(&str) -> Result<String, ErrorCode>,
 ) -> Result<MetadataOp, ErrorCode> {
     let user = metadata.user(&request.user_id)?;
     require(can_change_password(actor, user.id))?;
     check_password(request.new_password.expose())?;
-    if !verify_password(request.current_password.expose(), &user.password_hash) {
+    if !current_matches(&user.password_hash) {
         return Err(ErrorCode::InvalidCredentials);
     }
     Ok(MetadataOp::ChangePassword {
