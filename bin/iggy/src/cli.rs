@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 pub(crate) const USAGE: &str = "\
 usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
+       iggy check <data directory>        verify a stopped server's data (iggy check --help)
 
   --fresh                            wipe the data directory (system.path) before starting
   --with-default-root-credentials    on first boot create the root user iggy/iggy

@@ -4,6 +4,7 @@
 //! thread, which accepts connections and hands them round-robin to every shard, and the
 //! others on their own threads ([`shards`]).
 
+mod check;
 mod cli;
 mod compose;
 mod config;
@@ -34,6 +35,8 @@ const SIGTERM: i32 = 15;
 /// Bounds of the period of the shard's periodic work (half the heartbeat interval).
 const TICK_MIN: Duration = Duration::from_millis(100);
 const TICK_MAX: Duration = Duration::from_secs(1);
+/// The shortest cleaner interval: each pass lists every retained topic's segments.
+const CLEANER_INTERVAL_MIN: Duration = Duration::from_millis(100);
 /// Characters of a generated root password.
 const ROOT_PASSWORD_LENGTH: usize = 24;
 
@@ -73,6 +76,9 @@ fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1).peekable();
     if arguments.peek().is_some_and(|first| first == "bench") {
         return compose::bench(arguments.skip(1).collect());
+    }
+    if arguments.peek().is_some_and(|first| first == "check") {
+        return check::run(&arguments.skip(1).collect::<Vec<_>>());
     }
     logger::init();
     match start() {
@@ -234,12 +240,17 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     ensure_root_user(&server, &root).await?;
     let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
     let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
+    let cleaner = config.cleaner_enabled.then(|| {
+        let interval = config.cleaner_interval.max(CLEANER_INTERVAL_MIN);
+        compio::runtime::spawn(clean_messages(Rc::clone(&server), interval))
+    });
     listeners
         .serve(Rc::clone(&server), handoffs, async {
             let _ = shutdown.await;
         })
         .await;
     drop(ticker);
+    drop(cleaner);
     for shard in &mut running {
         shard.drained().await;
     }
@@ -301,6 +312,18 @@ async fn tick(server: Rc<Server>, period: Duration) {
     loop {
         interval.tick().await;
         server.tick(shard::server::now_us());
+    }
+}
+
+/// Runs the message cleaner every `interval` (`[data_maintenance.messages]`).
+async fn clean_messages(server: Rc<Server>, interval: Duration) {
+    let mut interval = compio::time::interval(interval);
+    loop {
+        interval.tick().await;
+        let deleted = server.clean_messages(shard::server::now_us()).await;
+        if deleted > 0 {
+            log::info!("message cleaner: deleted {deleted} segment(s)");
+        }
     }
 }
 

@@ -11,7 +11,7 @@ pub fn partition_directory(
     topic_id: u32,
     partition_id: u32,
 ) -> PathBuf {
-    root.join("streams")
+    streams_directory(root)
         .join(stream_id.to_string())
         .join("topics")
         .join(topic_id.to_string())
@@ -19,9 +19,24 @@ pub fn partition_directory(
         .join(partition_id.to_string())
 }
 
+/// The directory of the metadata journal and snapshot (owned by crates/shard).
+pub fn metadata_directory(root: &Path) -> PathBuf {
+    root.join("metadata")
+}
+
 /// The metadata journal.
 pub fn journal_path(root: &Path) -> PathBuf {
-    root.join("metadata").join("journal.wal")
+    metadata_directory(root).join("journal.wal")
+}
+
+/// The metadata snapshot the journal continues.
+pub fn snapshot_path(root: &Path) -> PathBuf {
+    metadata_directory(root).join("snapshot.bin")
+}
+
+/// The directory holding every stream's topics and partitions.
+pub fn streams_directory(root: &Path) -> PathBuf {
+    root.join("streams")
 }
 
 /// The effective configuration written at start-up.

@@ -9,7 +9,10 @@
 
 extern crate alloc;
 
+pub mod check;
 pub mod format;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod layout;
 pub mod log;
 pub mod offsets;

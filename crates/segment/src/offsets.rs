@@ -1,5 +1,10 @@
 //! Stored consumer offsets of one partition (`FORMAT.md` §6): one two-slot file per consumer
-//! and per consumer group, loaded at open and kept open for cheap stores.
+//! and per consumer group, loaded at open.
+//!
+//! Consumer ids are any u32 a client names, so both what is kept and what is open are
+//! bounded: at most [`OFFSETS_MAX`] owners per partition (a store for one more is refused), and
+//! at most [`OPEN_FILES_MAX`] files open per partition — the most recently stored-to stay open
+//! for cheap stores, others are reopened when next stored.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -36,9 +41,17 @@ pub struct OffsetError {
     pub source: io::Error,
 }
 
+/// Owners (consumers and groups) whose offsets one partition keeps.
+pub const OFFSETS_MAX: usize = 10_000;
+/// Offset files one partition keeps open.
+pub const OPEN_FILES_MAX: usize = 8;
+
 struct Stored<F> {
     slot: OffsetSlot,
-    file: F,
+    /// Open while among the partition's most recently stored-to.
+    file: Option<F>,
+    /// When it was last stored to, in stores of this partition (for closing the stalest).
+    used: u64,
 }
 
 /// The offsets of one partition.
@@ -46,6 +59,8 @@ pub struct ConsumerOffsets<S: Storage> {
     storage: S,
     partition: PathBuf,
     stored: BTreeMap<OffsetOwner, Stored<S::File>>,
+    /// Stores so far: the clock of [`Stored::used`].
+    stores: u64,
 }
 
 impl<S: Storage> ConsumerOffsets<S> {
@@ -55,6 +70,7 @@ impl<S: Storage> ConsumerOffsets<S> {
             storage,
             partition: partition.to_path_buf(),
             stored: BTreeMap::new(),
+            stores: 0,
         };
         for (group, kind) in [(false, "consumers"), (true, "groups")] {
             let directory = partition.join("offsets").join(kind);
@@ -90,9 +106,43 @@ impl<S: Storage> ConsumerOffsets<S> {
             .map_err(error("open", &path))?;
         let bytes = read_all(&file).await.map_err(error("read", &path))?;
         if let Some(slot) = newest_slot(&bytes) {
-            self.stored.insert(owner, Stored { slot, file });
+            // Closed again: files are opened when stored to.
+            let stored = Stored {
+                slot,
+                file: None,
+                used: 0,
+            };
+            self.stored.insert(owner, stored);
         }
         Ok(())
+    }
+
+    /// Whether storing for `owner` would keep more owners than [`OFFSETS_MAX`].
+    pub fn is_full_for(&self, owner: OffsetOwner) -> bool {
+        !self.stored.contains_key(&owner) && self.stored.len() >= OFFSETS_MAX
+    }
+
+    /// Offset files open now.
+    pub fn open_files(&self) -> usize {
+        self.stored
+            .values()
+            .filter(|stored| stored.file.is_some())
+            .count()
+    }
+
+    /// Makes room for one more open file: closes the least recently stored-to one.
+    fn close_stalest(&mut self) {
+        if self.open_files() < OPEN_FILES_MAX {
+            return;
+        }
+        let stalest = self
+            .stored
+            .values_mut()
+            .filter(|stored| stored.file.is_some())
+            .min_by_key(|stored| stored.used);
+        if let Some(stored) = stalest {
+            stored.file = None;
+        }
     }
 
     pub fn get(&self, owner: OffsetOwner) -> Option<u64> {
@@ -114,7 +164,24 @@ impl<S: Storage> ConsumerOffsets<S> {
         durability: Durability,
     ) -> Result<(), OffsetError> {
         let path = owner.path(&self.partition);
+        self.stores += 1;
+        let reopen = self
+            .stored
+            .get(&owner)
+            .is_some_and(|stored| stored.file.is_none());
+        if reopen {
+            self.close_stalest();
+            let file = self
+                .storage
+                .open(&path, false)
+                .await
+                .map_err(error("open", &path))?;
+            if let Some(stored) = self.stored.get_mut(&owner) {
+                stored.file = Some(file);
+            }
+        }
         if !self.stored.contains_key(&owner) {
+            self.close_stalest();
             let directory = path.parent().unwrap_or(&self.partition).to_path_buf();
             self.storage
                 .create_dir_all(&directory)
@@ -133,25 +200,31 @@ impl<S: Storage> ConsumerOffsets<S> {
                 sequence: u32::MAX,
                 offset: 0,
             };
-            self.stored.insert(owner, Stored { slot: first, file });
+            let stored = Stored {
+                slot: first,
+                file: Some(file),
+                used: 0,
+            };
+            self.stored.insert(owner, stored);
         }
+        let now = self.stores;
         let Some(stored) = self.stored.get_mut(&owner) else {
             return Ok(());
         };
+        stored.used = now;
+        let Some(file) = stored.file.as_mut() else {
+            unreachable!("the owner's file was opened above");
+        };
         let slot = stored.slot.next(offset);
-        let (result, _) = stored
-            .file
+        let (result, _) = file
             .write_all_at(slot.encode().to_vec(), slot.position())
             .await;
         result.map_err(error("write", &path))?;
         if durability == Durability::Persisted {
-            stored
-                .file
-                .sync_data()
-                .await
-                .map_err(error("sync", &path))?;
+            file.sync_data().await.map_err(error("sync", &path))?;
         }
         stored.slot = slot;
+        debug_assert!(self.open_files() <= OPEN_FILES_MAX);
         Ok(())
     }
 
@@ -230,5 +303,49 @@ mod tests {
             offsets.iter().collect::<Vec<_>>(),
             vec![(OffsetOwner::Group(1), 42)]
         );
+    }
+
+    #[test]
+    fn open_files_and_owners_are_bounded_and_reopened_files_keep_their_slots() {
+        let storage = MemoryStorage::new();
+        let partition = Path::new("/data/p");
+        let mut offsets = run(ConsumerOffsets::load(storage.clone(), partition)).unwrap();
+        for round in 0..3_u64 {
+            for id in 0..40 {
+                let owner = OffsetOwner::Consumer(id);
+                run(offsets.store(owner, round * 100 + u64::from(id), Durability::Persisted))
+                    .unwrap();
+                assert!(offsets.open_files() <= OPEN_FILES_MAX);
+            }
+        }
+        storage.crash(CrashMode::DropUnsynced);
+        let reloaded = run(ConsumerOffsets::load(storage.clone(), partition)).unwrap();
+        assert_eq!(reloaded.open_files(), 0, "loading opens nothing for good");
+        for id in 0..40 {
+            assert_eq!(
+                reloaded.get(OffsetOwner::Consumer(id)),
+                Some(200 + u64::from(id))
+            );
+        }
+        assert!(!reloaded.is_full_for(OffsetOwner::Consumer(99)));
+        let mut full = ConsumerOffsets {
+            storage,
+            partition: partition.to_path_buf(),
+            stored: BTreeMap::new(),
+            stores: 0,
+        };
+        for id in 0..u32::try_from(OFFSETS_MAX).unwrap() {
+            let stored = Stored {
+                slot: OffsetSlot {
+                    sequence: 0,
+                    offset: 0,
+                },
+                file: None,
+                used: 0,
+            };
+            full.stored.insert(OffsetOwner::Consumer(id), stored);
+        }
+        assert!(full.is_full_for(OffsetOwner::Group(1)));
+        assert!(!full.is_full_for(OffsetOwner::Consumer(5)));
     }
 }

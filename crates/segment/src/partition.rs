@@ -32,6 +32,7 @@ use proto::batch::Producer;
 
 use crate::log::{
     AppendError, Durability, LogConfig, OpenError, PartitionLog, ReadError, ReadStart, Records,
+    SegmentInfo,
 };
 use crate::offsets::{ConsumerOffsets, OffsetError, OffsetOwner};
 use crate::producers::{Admission, ProducerTable};
@@ -82,6 +83,9 @@ pub enum PartitionError {
     /// The idempotent-producer check refused the batch (§5.5); nothing was appended.
     #[error("producer batch refused with {0:?}")]
     Producer(ErrorCode),
+    /// The partition keeps offsets for [`crate::offsets::OFFSETS_MAX`] owners already.
+    #[error("too many stored consumer offsets")]
+    OffsetsLimit,
     /// The task is gone (closed or deleted) or lost its log in a failed purge.
     #[error("the partition is closed")]
     Closed,
@@ -167,6 +171,13 @@ enum Job {
     DeleteSegments {
         count: usize,
         reply: Reply<usize>,
+    },
+    Segments {
+        reply: Reply<Vec<SegmentInfo>>,
+    },
+    DeleteSegment {
+        start_offset: u64,
+        reply: Reply<bool>,
     },
     Close {
         remove: bool,
@@ -376,6 +387,21 @@ impl PartitionHandle {
             .await
     }
 
+    /// The log's segments, oldest first (retention plans over them).
+    pub async fn segments(&self) -> Result<Vec<SegmentInfo>, PartitionError> {
+        self.call(|reply| Job::Segments { reply }).await
+    }
+
+    /// Deletes the sealed segment starting at `start_offset` (retention); says whether it
+    /// existed. The active segment is never deleted.
+    pub async fn delete_segment(&self, start_offset: u64) -> Result<bool, PartitionError> {
+        self.call(|reply| Job::DeleteSegment {
+            start_offset,
+            reply,
+        })
+        .await
+    }
+
     /// Lets the jobs queued before it finish, then closes the log cleanly; with `remove`,
     /// deletes the partition directory afterwards. Jobs sent after it fail with
     /// [`PartitionError::Closed`].
@@ -546,6 +572,17 @@ impl<S: Storage + Clone + 'static> Task<S> {
             Job::DeleteSegments { count, reply } => {
                 reply.send(self.delete_oldest_segments(count).await);
             }
+            Job::Segments { reply } => {
+                let segments = match &self.log {
+                    Some(log) => Ok(log.segments().collect()),
+                    None => Err(PartitionError::Closed),
+                };
+                reply.send(segments);
+            }
+            Job::DeleteSegment {
+                start_offset,
+                reply,
+            } => reply.send(self.delete_segment(start_offset).await),
             Job::Close { remove, reply } => {
                 reply.send(self.close(remove).await);
                 return true;
@@ -559,6 +596,9 @@ impl<S: Storage + Clone + 'static> Task<S> {
         owner: OffsetOwner,
         offset: u64,
     ) -> Result<(), PartitionError> {
+        if self.offsets.is_full_for(owner) {
+            return Err(PartitionError::OffsetsLimit);
+        }
         self.offsets
             .store(owner, offset, self.spec.offsets_durability)
             .await
@@ -581,6 +621,17 @@ impl<S: Storage + Clone + 'static> Task<S> {
         let log = self.log.as_mut().ok_or(PartitionError::Closed)?;
         let deleted = log
             .delete_oldest_segments(count)
+            .await
+            .map_err(PartitionError::DeleteSegments)?;
+        self.shared.stats.set(PartitionStats::of(log));
+        (self.on_change)();
+        Ok(deleted)
+    }
+
+    async fn delete_segment(&mut self, start_offset: u64) -> Result<bool, PartitionError> {
+        let log = self.log.as_mut().ok_or(PartitionError::Closed)?;
+        let deleted = log
+            .delete_segment(start_offset)
             .await
             .map_err(PartitionError::DeleteSegments)?;
         self.shared.stats.set(PartitionStats::of(log));

@@ -7,9 +7,12 @@
 //! [`metadata::Metadata::apply`], so a replicated log can later take the journal's place
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
+pub mod check;
 pub mod connection;
 pub mod cpu;
 pub mod data;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod handler;
 pub mod hashing;
 pub mod liveness;

@@ -4,8 +4,8 @@
 //! The first `failures_free` failures of a key cost nothing; each further one blocks the key
 //! for `backoff × 2^(extra failures − 1)`, capped at `backoff_max`. A blocked login is refused
 //! like a wrong password, before any hashing, so a guessing client costs the server nothing
-//! while it is blocked. A success clears both keys; a key quiet for `backoff_max` after its
-//! block ends is forgotten. The table holds at most [`KEYS_MAX`] keys.
+//! while it is blocked. A success clears both keys; a key with no failure for `backoff_max`
+//! (and past its block) starts over. The table holds at most [`KEYS_MAX`] keys.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -89,8 +89,9 @@ impl LoginLimiter {
         let limits = self.limits;
         for key in [Key::Address(address), Key::User(username.to_owned())] {
             let failures = self.keys.entry(key).or_default();
-            let quiet_since_block = now_us.saturating_sub(failures.blocked_until_us);
-            if failures.count > 0 && quiet_since_block > limits.backoff_max_us {
+            // Quiet for `backoff_max` since its last failure and past its block: start over.
+            let quiet_since = failures.last_us.max(failures.blocked_until_us);
+            if failures.count > 0 && now_us.saturating_sub(quiet_since) > limits.backoff_max_us {
                 *failures = Failures::default();
             }
             failures.count = failures.count.saturating_add(1);
@@ -179,6 +180,19 @@ mod tests {
             limiter.failed(ip(1), "alice", now);
         }
         assert_eq!(limiter.check(ip(1), "alice", 9_011), Err(17_010));
+    }
+
+    #[test]
+    fn counts_hold_at_wall_clock_times() {
+        let mut limiter = LoginLimiter::new(LIMITS);
+        let epoch = 1_790_000_000_000_000_u64;
+        for step in 0..4 {
+            limiter.failed(ip(1), "dave", epoch + step);
+        }
+        assert_eq!(
+            limiter.check(ip(1), "dave", epoch + 4),
+            Err(epoch + 3 + 1_000)
+        );
     }
 
     #[test]

@@ -43,8 +43,6 @@ mod route;
 pub const SERVER_VERSION: &str = "0.9.0";
 /// `SERVER_VERSION` as the decimal semver stats report (`major·1e6 + minor·1e3 + patch`).
 pub const SERVER_SEMVER: u32 = 9000;
-/// The metadata journal, under `<system.path>/metadata/`.
-pub const JOURNAL_FILE: &str = "journal.wal";
 
 /// What the server says about itself: the one-node roster and start time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,19 +108,12 @@ impl Drop for Parked<'_> {
     }
 }
 
-/// Start-up failed: the journal cannot be read or replayed, or partitions cannot be opened.
+/// Start-up failed: the metadata (snapshot and journal) cannot be read or replayed, or
+/// partitions cannot be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("create the metadata directory {path}")]
-    Directory {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("open the metadata journal")]
     Journal(#[from] JournalError),
-    #[error("replay the metadata journal")]
-    Replay(#[from] ApplyError),
     #[error("open the partitions")]
     Data(#[from] DataError),
 }
@@ -187,26 +178,14 @@ impl Server {
         self.data.open_all(&snapshot).await
     }
 
-    /// Opens the leader (or only) shard on the data directory `root`: replays
-    /// `metadata/journal.wal` (its torn tail truncated) and opens the partitions it owns.
-    /// The other shards start from [`Self::metadata`] afterwards.
+    /// Opens the leader (or only) shard on the data directory `root`: loads
+    /// `metadata/snapshot.bin` and replays `metadata/journal.wal` after it (a torn tail cut,
+    /// corruption refused; see [`crate::metadata::journal`]) and opens the partitions it
+    /// owns. The other shards start from [`Self::metadata`] afterwards.
     pub async fn open(info: ServerInfo, root: PathBuf, node: Arc<Node>) -> Result<Self, OpenError> {
-        let directory = root.join("metadata");
-        std::fs::create_dir_all(&directory).map_err(|source| OpenError::Directory {
-            path: directory.clone(),
-            source,
-        })?;
+        let directory = segment::layout::metadata_directory(&root);
         let storage = CompioStorage::new();
-        let (journal, ops) = Journal::open(&storage, &directory.join(JOURNAL_FILE)).await?;
-        let mut metadata = Metadata::default();
-        for op in &ops {
-            metadata.apply(op)?;
-        }
-        log::info!(
-            "metadata: replayed {} operation(s), commit {}",
-            ops.len(),
-            metadata.commit
-        );
+        let (journal, metadata) = Journal::open(&storage, &directory).await?;
         let server = Self::for_shard(info, metadata, root, node, 0);
         server.open_partitions().await?;
         *server.journal.lock().await = Some(journal);
@@ -258,7 +237,7 @@ impl Server {
             return Err(ErrorCode::Error);
         }
         if let Some(journal) = journal.as_mut()
-            && let Err(error) = journal.append(&op).await
+            && let Err(error) = journal.append(&op, &next).await
         {
             log::error!("metadata: journal append failed: {error}");
             return Err(ErrorCode::Error);
@@ -396,6 +375,13 @@ impl Server {
                  more than {idle_max_us} µs while a consumer-group member"
             );
         }
+    }
+
+    /// One pass of the message cleaner at `now_us` (leader only: it reaches every partition
+    /// through the routes); returns how many segments it deleted.
+    pub async fn clean_messages(&self, now_us: u64) -> usize {
+        let metadata = self.metadata.borrow().clone();
+        self.data.enforce_retention(&metadata, now_us).await
     }
 
     /// Closes every partition (shutdown).

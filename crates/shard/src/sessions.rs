@@ -44,7 +44,14 @@ pub enum RegisterError {
     /// Every session number below 2^43 has been handed out.
     #[error("session numbers exhausted")]
     Exhausted,
+    /// [`SESSIONS_MAX`] sessions are live; one must end (logout, expiry) first.
+    #[error("too many live sessions")]
+    Full,
 }
+
+/// Live sessions at most. Each holds a little memory and, through its client id, consumer
+/// group memberships; a detached one ends after [`DETACHED_GRACE_US`].
+pub const SESSIONS_MAX: usize = 100_000;
 
 /// Every live session, by client id. Only the leader shard changes its table; every change
 /// is published to the shared [`SessionView`], which [`Sessions::is_live`] reads, so a shard
@@ -98,6 +105,9 @@ impl Sessions {
         }
         if self.next >= SESSION_LIMIT {
             return Err(RegisterError::Exhausted);
+        }
+        if self.by_client.len() >= SESSIONS_MAX {
+            return Err(RegisterError::Full);
         }
         let record = SessionRecord {
             session: self.next,

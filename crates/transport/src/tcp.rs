@@ -503,11 +503,7 @@ async fn serve_frames<H: ConnectionHandler>(
             Event::Incoming(Some(Incoming::Frame(..))) => {
                 // Shutting down: no new request; the ones in flight still get answers.
                 reading = false;
-                if pending.is_empty() {
-                    Err(Ended::Stopping)
-                } else {
-                    Ok(())
-                }
+                end_when_idle(pending.is_empty(), Ended::Stopping)
             }
             Event::Incoming(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
@@ -517,11 +513,7 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(Some(Incoming::End(ended))) => {
                 reading = false;
-                if pending.is_empty() {
-                    Err(ended)
-                } else {
-                    Ok(())
-                }
+                end_when_idle(pending.is_empty(), ended)
             }
             Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
             Event::Answered(header, answer) => {
@@ -547,6 +539,12 @@ async fn serve_frames<H: ConnectionHandler>(
             return ended;
         }
     }
+}
+
+/// Ends the connection with `ended` when no request is pending; otherwise the pending ones
+/// are answered first.
+fn end_when_idle(idle: bool, ended: Ended) -> Result<(), Ended> {
+    if idle { Err(ended) } else { Ok(()) }
 }
 
 /// What the connection loop acts on next.

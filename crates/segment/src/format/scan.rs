@@ -38,6 +38,11 @@ pub enum StopReason {
     TimestampBackwards { previous: u64, found: u64 },
     /// The segment grew past what its index can address.
     SegmentTooLarge,
+    /// A record's offsets run past `u64::MAX` (possible only in a segment named near it).
+    OffsetOverflow {
+        base_offset: u64,
+        message_count: u32,
+    },
 }
 
 /// The outcome of a scan: the valid prefix and why it ends where it does.
@@ -92,7 +97,10 @@ pub fn scan_more(scan: &mut Scan, bytes: &[u8]) {
         match next_record(rest, position, scan) {
             Ok((record, remaining)) => {
                 scan.valid_length = position + u64::from(record.length);
-                scan.next_offset += u64::from(record.message_count);
+                // `next_record` refused a record whose offsets overflow.
+                scan.next_offset = scan
+                    .next_offset
+                    .saturating_add(u64::from(record.message_count));
                 scan.last_timestamp = record.entry.timestamp;
                 scan.records.push(record);
                 rest = remaining;
@@ -129,6 +137,13 @@ fn next_record<'a>(
         });
     }
     check_deltas(&batch)?;
+    let message_count = batch.message_count();
+    if base_offset.checked_add(u64::from(message_count)).is_none() {
+        return Err(StopReason::OffsetOverflow {
+            base_offset,
+            message_count,
+        });
+    }
     let length =
         u32::try_from(batch.as_bytes().len()).map_err(|_too_large| StopReason::SegmentTooLarge)?;
     let end = position + u64::from(length);
@@ -147,7 +162,7 @@ fn next_record<'a>(
     Ok((
         ScannedRecord {
             entry,
-            message_count: batch.message_count(),
+            message_count,
             length,
         },
         remaining,

@@ -113,10 +113,20 @@ impl<S: Storage> PartitionLog<S> {
             position: u32::try_from(position).unwrap_or(u32::MAX),
             timestamp,
         };
+        let before = (active.size_bytes, active.next_offset, active.last_timestamp);
         active.size_bytes = position + length;
         active.next_offset = base_offset + u64::from(message_count);
         active.last_timestamp = timestamp;
-        (active.write_entry(entry).await, batch)
+        let indexed = active.write_entry(entry).await;
+        if indexed.is_err() {
+            // Refused as a whole (a full disk, say): the record is cut off the log again and
+            // not counted, so a retry of this append is not a duplicate, even after a restart.
+            // Should the cut fail too, the next append overwrites the record in place; only a
+            // crash before that could bring the refused record back.
+            (active.size_bytes, active.next_offset, active.last_timestamp) = before;
+            let _cut = active.log.set_len(position).await;
+        }
+        (indexed, batch)
     }
 
     /// Applies the durability rule after a write.

@@ -9,7 +9,7 @@
 mod append;
 mod config;
 mod error;
-mod open;
+pub(crate) mod open;
 mod read;
 mod retention;
 mod segment;

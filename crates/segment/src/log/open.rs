@@ -218,7 +218,7 @@ async fn trusted_tail<F: StorageFile>(
 
 /// Bytes read per step when scanning a segment, so recovery never holds a whole segment (up
 /// to 1 GiB) in memory; a larger record is read whole.
-const SCAN_CHUNK_BYTES: u64 = 16 << 20;
+pub(crate) const SCAN_CHUNK_BYTES: u64 = 16 << 20;
 
 /// Scans a whole `.log` in chunks.
 pub(crate) async fn scan_file<F: StorageFile>(

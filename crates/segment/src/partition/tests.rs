@@ -407,6 +407,21 @@ impl Storage for CountingStorage {
         self.inner.create_dir_all(path).await
     }
 
+    async fn open_private(&self, path: &Path) -> io::Result<CountingFile> {
+        Ok(CountingFile {
+            inner: self.inner.open_private(path).await?,
+            syncs: Rc::clone(&self.syncs),
+        })
+    }
+
+    async fn create_dir_all_private(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all_private(path).await
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to).await
+    }
+
     async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         self.inner.list_dir(path).await
     }

@@ -6,13 +6,14 @@
 //! Futures must be polled inside a compio runtime.
 
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
-use compio::fs::{File, OpenOptions};
+use compio::fs::{DirBuilder, File, OpenOptions};
 use compio::io::{AsyncReadAt, AsyncWriteAt};
 use compio_buf::{IntoInner, IoBuf, IoBufMut};
 
-use super::{BufResult, Storage, StorageFile};
+use super::{BufResult, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, Storage, StorageFile};
 
 /// The compio file system; stateless, so it is `Copy`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -53,6 +54,29 @@ impl Storage for CompioStorage {
 
     async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         compio::fs::create_dir_all(path).await
+    }
+
+    async fn open_private(&self, path: &Path) -> io::Result<CompioFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(PRIVATE_FILE_MODE)
+            .open(path)
+            .await?;
+        Ok(CompioFile { file })
+    }
+
+    async fn create_dir_all_private(&self, path: &Path) -> io::Result<()> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIRECTORY_MODE)
+            .create(path)
+            .await
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        compio::fs::rename(from, to).await
     }
 
     async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {

@@ -1,7 +1,10 @@
 //! An in-memory file system for tests, with the crash model of `FORMAT.md` §8: every file
 //! keeps the bytes written (`live`) and the bytes made durable by `sync_data` (`durable`).
 //! [`MemoryStorage::crash`] throws away what was not durable, optionally keeping a torn
-//! prefix of it, and [`Faults`] make operations fail on demand.
+//! prefix of it, and [`Faults`] make operations fail on demand. A rename is durable once its
+//! directory is synced; a power loss before that puts back the source and the file it
+//! replaced. [`MemoryStorage::fail_after`] stops all changes after a given number of them,
+//! so a test can crash a multi-step update at every step.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +30,18 @@ struct FileState {
     durable: Vec<u8>,
     /// The directory entry survives a crash (set by a sync of the directory).
     entry_durable: bool,
+    /// Set by a rename until its directory is synced.
+    origin: Option<Origin>,
+}
+
+/// What a power loss restores when it undoes a rename that was not made durable.
+#[derive(Debug, Clone)]
+struct Origin {
+    /// The name the file had before the rename, and whether that entry was durable.
+    from: PathBuf,
+    from_durable: bool,
+    /// The file whose durable entry the rename replaced.
+    replaced: Option<Box<FileState>>,
 }
 
 #[derive(Debug, Default)]
@@ -37,6 +52,8 @@ struct State {
     syncs: u64,
     /// Bumped by every power-loss crash: a new boot.
     boots: u64,
+    /// Changes still allowed before every further one fails (`None`: unlimited).
+    operations_left: Option<u64>,
 }
 
 /// The in-memory storage; clones share one file system.
@@ -66,6 +83,13 @@ impl MemoryStorage {
         self.state.borrow_mut().faults = faults;
     }
 
+    /// Lets the next `operations` changes (writes, syncs, truncations, creations, renames,
+    /// removals) succeed and fails every one after them, as a process that stopped at that
+    /// point would leave the files; `None` lifts the limit. Follow with [`Self::crash`].
+    pub fn fail_after(&self, operations: Option<u64>) {
+        self.state.borrow_mut().operations_left = operations;
+    }
+
     /// `fdatasync` calls so far, for group-commit tests.
     pub fn syncs(&self) -> u64 {
         self.state.borrow().syncs
@@ -77,6 +101,7 @@ impl MemoryStorage {
         let mut state = self.state.borrow_mut();
         if mode != CrashMode::ProcessOnly {
             state.boots += 1;
+            undo_unsynced_renames(&mut state.files);
         }
         state
             .files
@@ -117,6 +142,19 @@ impl MemoryStorage {
         file.entry_durable = true;
     }
 
+    /// Counts one change against [`Self::fail_after`]'s limit.
+    fn take_operation(&self) -> io::Result<()> {
+        let mut state = self.state.borrow_mut();
+        match &mut state.operations_left {
+            None => Ok(()),
+            Some(0) => Err(io::Error::other("injected stop")),
+            Some(left) => {
+                *left -= 1;
+                Ok(())
+            }
+        }
+    }
+
     fn take_fault(&self, pick: fn(&mut Faults) -> &mut u32) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
         let counter = pick(&mut state.faults);
@@ -125,6 +163,31 @@ impl MemoryStorage {
         }
         *counter -= 1;
         Err(io::Error::other("injected fault"))
+    }
+}
+
+/// Puts back the source and the replaced target of every rename whose directory was not
+/// synced, as a power loss would.
+fn undo_unsynced_renames(files: &mut BTreeMap<PathBuf, FileState>) {
+    let renamed: Vec<PathBuf> = files
+        .iter()
+        .filter(|(_, file)| !file.entry_durable && file.origin.is_some())
+        .map(|(path, _)| path.clone())
+        .collect();
+    for path in renamed {
+        let Some(mut file) = files.remove(&path) else {
+            continue;
+        };
+        let Some(origin) = file.origin.take() else {
+            continue;
+        };
+        if origin.from_durable {
+            file.entry_durable = true;
+            files.insert(origin.from, file);
+        }
+        if let Some(replaced) = origin.replaced {
+            files.insert(path, *replaced);
+        }
     }
 }
 
@@ -151,11 +214,13 @@ impl Storage for MemoryStorage {
     }
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<MemoryFile> {
-        let mut state = self.state.borrow_mut();
-        if !state.files.contains_key(path) {
+        let missing = !self.state.borrow().files.contains_key(path);
+        if missing {
             if !create {
                 return Err(not_found(path));
             }
+            self.take_operation()?;
+            let mut state = self.state.borrow_mut();
             state.files.insert(path.to_path_buf(), FileState::default());
         }
         Ok(MemoryFile {
@@ -164,7 +229,45 @@ impl Storage for MemoryStorage {
         })
     }
 
+    async fn open_private(&self, path: &Path) -> io::Result<MemoryFile> {
+        // No permissions in memory: the mode is the real backends' business.
+        self.open(path, true).await
+    }
+
+    async fn create_dir_all_private(&self, path: &Path) -> io::Result<()> {
+        self.create_dir_all(path).await
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.take_operation()?;
+        let mut state = self.state.borrow_mut();
+        let mut file = state.files.remove(from).ok_or_else(|| not_found(from))?;
+        let replaced = state.files.remove(to).and_then(|target| {
+            // A target renamed in without a directory sync since hands its own origin on.
+            match target.origin {
+                Some(origin) => origin.replaced,
+                None => target.entry_durable.then(|| Box::new(target)),
+            }
+        });
+        let origin = match file.origin.take() {
+            Some(earlier) => Origin {
+                replaced,
+                ..earlier
+            },
+            None => Origin {
+                from: from.to_path_buf(),
+                from_durable: file.entry_durable,
+                replaced,
+            },
+        };
+        file.origin = Some(origin);
+        file.entry_durable = false;
+        state.files.insert(to.to_path_buf(), file);
+        Ok(())
+    }
+
     async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.take_operation()?;
         self.state
             .borrow_mut()
             .files
@@ -183,6 +286,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.take_operation()?;
         let mut state = self.state.borrow_mut();
         for ancestor in path.ancestors() {
             state.directories.insert(ancestor.to_path_buf());
@@ -205,10 +309,12 @@ impl Storage for MemoryStorage {
     }
 
     async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.take_operation()?;
         let mut state = self.state.borrow_mut();
         for (file, entry) in &mut state.files {
             if file.parent() == Some(path) {
                 entry.entry_durable = true;
+                entry.origin = None;
             }
         }
         Ok(())
@@ -262,7 +368,9 @@ impl StorageFile for MemoryFile {
     }
 
     async fn write_all_at<B: IoBuf>(&mut self, buffer: B, position: u64) -> BufResult<(), B> {
-        if let Err(error) = self.storage.take_fault(|faults| &mut faults.write_errors) {
+        let allowed = self.storage.take_operation();
+        let allowed = allowed.and_then(|()| self.storage.take_fault(|f| &mut f.write_errors));
+        if let Err(error) = allowed {
             return (Err(error), buffer);
         }
         let result = self.with_file(|file| {
@@ -278,6 +386,7 @@ impl StorageFile for MemoryFile {
     }
 
     async fn sync_data(&self) -> io::Result<()> {
+        self.storage.take_operation()?;
         self.storage.take_fault(|faults| &mut faults.sync_errors)?;
         self.storage.state.borrow_mut().syncs += 1;
         // Only the file's bytes: its directory entry needs a `sync_dir` (FORMAT.md §8).
@@ -289,6 +398,7 @@ impl StorageFile for MemoryFile {
     }
 
     async fn set_len(&self, length: u64) -> io::Result<()> {
+        self.storage.take_operation()?;
         let length = usize::try_from(length).map_err(io::Error::other)?;
         self.with_file(|file| file.live.resize(length, 0))
     }
@@ -404,6 +514,76 @@ mod tests {
         block_on_ready(storage.sync_dir(Path::new(DIRECTORY))).unwrap();
         storage.crash(CrashMode::DropUnsynced);
         assert_eq!(contents(&storage, LOG).unwrap(), b"");
+    }
+
+    /// [`LOG`] durably holds "old"; a synced "new" in a fresh temporary file is renamed
+    /// over it, and the directory is synced when `sync` is set.
+    fn renamed_over(sync: bool) -> MemoryStorage {
+        let storage = storage_with(b"old", b"");
+        let temporary = Path::new("/partition/0.log.tmp");
+        let mut file = block_on_ready(storage.open(temporary, true)).unwrap();
+        write(&mut file, b"new", 0);
+        block_on_ready(file.sync_data()).unwrap();
+        block_on_ready(storage.rename(temporary, Path::new(LOG))).unwrap();
+        if sync {
+            block_on_ready(storage.sync_dir(Path::new(DIRECTORY))).unwrap();
+        }
+        storage
+    }
+
+    #[test]
+    fn a_rename_is_durable_once_its_directory_is_synced() {
+        let storage = renamed_over(false);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"new");
+        assert_eq!(contents(&storage, "/partition/0.log.tmp"), None);
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(
+            contents(&storage, LOG).unwrap(),
+            b"old",
+            "the rename is undone"
+        );
+        assert_eq!(
+            contents(&storage, "/partition/0.log.tmp"),
+            None,
+            "never durable"
+        );
+
+        let storage = renamed_over(true);
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"new");
+
+        let storage = renamed_over(false);
+        storage.crash(CrashMode::ProcessOnly);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"new");
+    }
+
+    #[test]
+    fn an_undone_rename_puts_a_durable_source_back() {
+        let storage = storage_with(b"abc", b"");
+        let moved = Path::new("/partition/moved.log");
+        block_on_ready(storage.rename(Path::new(LOG), moved)).unwrap();
+        assert!(block_on_ready(storage.open(Path::new(LOG), false)).is_err());
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abc");
+        assert_eq!(contents(&storage, "/partition/moved.log"), None);
+    }
+
+    #[test]
+    fn fail_after_stops_every_change_past_the_limit() {
+        let storage = storage_with(b"abc", b"");
+        let mut file = open(&storage, LOG);
+        storage.fail_after(Some(1));
+        write(&mut file, b"d", 3);
+        let (result, _) = block_on_ready(file.write_all_at(b"e".to_vec(), 4));
+        assert!(result.is_err());
+        assert!(block_on_ready(file.sync_data()).is_err());
+        assert!(block_on_ready(storage.rename(Path::new(LOG), Path::new("/x"))).is_err());
+        let (count, _) = block_on_ready(file.read_at(Vec::with_capacity(8), 0));
+        assert_eq!(count.unwrap(), 4, "reads still work");
+        storage.fail_after(None);
+        block_on_ready(file.sync_data()).unwrap();
+        storage.crash(CrashMode::DropUnsynced);
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abcd");
     }
 
     #[test]

@@ -23,6 +23,11 @@ use std::task::{Context, Poll, Waker};
 
 use compio_buf::{IoBuf, IoBufMut};
 
+/// Owner read and write: the mode of files [`Storage::open_private`] creates.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+/// Owner only: the mode of directories [`Storage::create_dir_all_private`] creates.
+pub const PRIVATE_DIRECTORY_MODE: u32 = 0o700;
+
 /// A result that hands the buffer back, as completion-based I/O must.
 pub type BufResult<T, B> = (io::Result<T>, B);
 
@@ -39,6 +44,19 @@ pub trait Storage {
     fn remove_dir_all(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
 
     fn create_dir_all(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    /// Opens `path`, creating it readable and writable by its owner only (mode 0600) when
+    /// it is missing: for files that hold credentials (the metadata journal and snapshot).
+    fn open_private(&self, path: &Path) -> impl Future<Output = io::Result<Self::File>>;
+
+    /// Like [`Self::create_dir_all`], but the directories it creates are accessible to
+    /// their owner only (mode 0700).
+    fn create_dir_all_private(&self, path: &Path) -> impl Future<Output = io::Result<()>>;
+
+    /// Renames `from` to `to` (in the same directory), atomically replacing `to`. The new
+    /// name is durable only after a [`Self::sync_dir`] of the directory; a crash before it
+    /// may leave either name.
+    fn rename(&self, from: &Path, to: &Path) -> impl Future<Output = io::Result<()>>;
 
     /// Names of the entries directly inside `path` (files and directories), unsorted.
     fn list_dir(&self, path: &Path) -> impl Future<Output = io::Result<Vec<String>>>;

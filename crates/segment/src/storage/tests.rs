@@ -23,6 +23,7 @@ fn compio_meets_the_contract() {
     let storage = super::compio::CompioStorage::new();
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(contract(&storage, &directory.0));
+    assert_private_modes(&directory.0);
 }
 
 #[cfg(feature = "uring")]
@@ -31,12 +32,53 @@ fn uring_meets_the_contract() {
     let directory = TempDir::new("uring");
     let storage = super::uring::UringStorage::new().unwrap();
     block_on_ready(contract(&storage, &directory.0));
+    assert_private_modes(&directory.0);
 }
 
 async fn contract<S: Storage>(storage: &S, root: &Path) {
     contract_positional_io(storage, root).await;
     contract_large_write(storage, root).await;
     contract_directories(storage, root).await;
+    contract_rename_and_private(storage, root).await;
+}
+
+/// Renames replace their target; private files and directories are created like the others.
+async fn contract_rename_and_private<S: Storage>(storage: &S, root: &Path) {
+    let directory = root.join("private").join("metadata");
+    storage.create_dir_all_private(&directory).await.unwrap();
+    assert!(storage.exists(&directory).await);
+    let target = directory.join("snapshot.bin");
+    let temporary = directory.join("snapshot.bin.tmp");
+    write(&mut storage.open_private(&target).await.unwrap(), b"old", 0).await;
+    let mut file = storage.open_private(&temporary).await.unwrap();
+    write(&mut file, b"new!", 0).await;
+    file.sync_data().await.unwrap();
+    drop(file);
+    storage.rename(&temporary, &target).await.unwrap();
+    storage.sync_dir(&directory).await.unwrap();
+    assert!(!storage.exists(&temporary).await);
+    let file = storage.open_private(&target).await.unwrap();
+    assert_eq!(
+        read_all(&file).await.unwrap(),
+        b"new!",
+        "opening keeps the bytes"
+    );
+    let missing = storage.rename(&temporary, &target).await.err().unwrap();
+    assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+}
+
+/// The private file and directories [`contract_rename_and_private`] made are owner-only.
+#[cfg(any(feature = "compio", feature = "uring"))]
+fn assert_private_modes(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: PathBuf| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let directory = root.join("private").join("metadata");
+    assert_eq!(
+        mode(directory.join("snapshot.bin")),
+        super::PRIVATE_FILE_MODE
+    );
+    assert_eq!(mode(directory.clone()), super::PRIVATE_DIRECTORY_MODE);
+    assert_eq!(mode(root.join("private")), super::PRIVATE_DIRECTORY_MODE);
 }
 
 async fn contract_positional_io<S: Storage>(storage: &S, root: &Path) {

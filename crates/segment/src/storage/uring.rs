@@ -12,13 +12,14 @@ use std::fs::{File, OpenOptions};
 use std::future::{Future, ready};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 use std::rc::Rc;
 
 use compio_buf::{IoBuf, IoBufMut};
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::{BufResult, Storage, StorageFile};
+use super::{BufResult, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, Storage, StorageFile};
 
 /// Entries in the submission queue; one is ever used at a time.
 const QUEUE_DEPTH: u32 = 4;
@@ -75,6 +76,31 @@ impl Storage for UringStorage {
 
     async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
+    }
+
+    async fn open_private(&self, path: &Path) -> io::Result<UringFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(PRIVATE_FILE_MODE)
+            .open(path)?;
+        Ok(UringFile {
+            ring: Rc::clone(&self.ring),
+            file,
+        })
+    }
+
+    async fn create_dir_all_private(&self, path: &Path) -> io::Result<()> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIRECTORY_MODE)
+            .create(path)
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
     }
 
     async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {

@@ -19,6 +19,7 @@ mod offsets;
 mod partition;
 mod poll;
 mod resolve;
+mod retention;
 mod send;
 mod signal;
 

@@ -100,8 +100,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 }
 
 impl DataError {
-    /// The status a client should see: the producer refusal codes of §5.5 as they are,
-    /// everything else (I/O, corruption) as the generic `1 Error`.
+    /// The status a client should see: the producer refusal codes of §5.5 as they are, a
+    /// quarantined partition as `4010`, too many offsets as `3024`, everything else (I/O, a
+    /// full disk) as the generic `1 Error`.
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::Partition {
@@ -112,6 +113,15 @@ impl DataError {
                 source: PartitionError::Append(segment::log::AppendError::Invalid(_)),
                 ..
             } => ErrorCode::InvalidCommand,
+            Self::Partition {
+                source: PartitionError::OffsetsLimit,
+                ..
+            } => ErrorCode::TooManyConsumerOffsets,
+            // The partition is quarantined (a failed sync): not worth a blind retry.
+            Self::Partition {
+                source: PartitionError::Sync(_) | PartitionError::Poisoned(_),
+                ..
+            } => ErrorCode::CannotAppendMessage,
             _ => ErrorCode::Error,
         }
     }

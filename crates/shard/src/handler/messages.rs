@@ -75,16 +75,8 @@ pub(crate) async fn handle(
     }
     match request {
         Request::SendMessages(send) => {
-            let session = connection.session.map_or(0, |bound| bound.session);
-            if let Some(producer) = send.batch.producer()
-                && !producer_of_session(producer.producer_id, session)
-            {
-                log::info!(
-                    "client {}: producer id {:#x} is not of session {session}",
-                    connection.client_number,
-                    producer.producer_id
-                );
-                return Outcome::refused(operation, ErrorCode::Unauthorized, commit);
+            if let Err(code) = check_producer(connection, &send) {
+                return Outcome::refused(operation, code, commit);
             }
             send_messages(
                 server,
@@ -164,6 +156,25 @@ fn check_access(
             &fetch.topic_id,
             can_poll,
         ),
+        _ => Ok(()),
+    }
+}
+
+/// `41 Unauthorized` for a batch whose idempotent producer is another session's.
+fn check_producer(
+    connection: &Connection,
+    send: &proto::commands::messages::SendMessages<'_>,
+) -> Result<(), ErrorCode> {
+    let session = connection.session.map_or(0, |bound| bound.session);
+    match send.batch.producer() {
+        Some(producer) if !producer_of_session(producer.producer_id, session) => {
+            log::info!(
+                "client {}: producer id {:#x} is not of session {session}",
+                connection.client_number,
+                producer.producer_id
+            );
+            Err(ErrorCode::Unauthorized)
+        }
         _ => Ok(()),
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use super::model::{ConsumerGroup, Metadata, Partition, PersonalAccessToken, Stream, Topic, User};
 use super::op::MetadataOp;
+use super::validate::PARTITIONS_PER_REQUEST_MAX;
 
 /// Why an op could not be applied to the current state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +35,8 @@ pub enum ApplyError {
     PartitionsUnderflow { count: u32, existing: u32 },
     #[error("partition ids of the topic would exceed u32")]
     PartitionIdsExhausted,
+    #[error("{count} partitions in one op exceed the {max} a request may create")]
+    TooManyPartitions { count: u32, max: u32 },
     #[error("the commit counter is exhausted")]
     CommitExhausted,
 }
@@ -397,6 +400,14 @@ fn add_partitions(
     created_at: u64,
     commit: u64,
 ) -> Result<(), ApplyError> {
+    // Validation never logs more; an op beyond it comes from a foreign journal, and applying
+    // it would allocate without bound.
+    if count > PARTITIONS_PER_REQUEST_MAX {
+        return Err(ApplyError::TooManyPartitions {
+            count,
+            max: PARTITIONS_PER_REQUEST_MAX,
+        });
+    }
     let first = topic
         .partitions
         .keys()

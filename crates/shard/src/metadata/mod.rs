@@ -3,9 +3,9 @@
 //!
 //! Every change is a [`MetadataOp`] carrying every value it needs (ids, timestamps, hashes),
 //! chosen before it is logged ([`validate`]); [`Metadata::apply`] is then a pure function of
-//! the state and the op, so replaying the [`Journal`] rebuilds the same state. Replies are
-//! built from the state by [`responses`]; [`permissions`] holds the access rules every
-//! handler family checks.
+//! the state and the op, so the [`Journal`] (a [`snapshot`] and the ops after it) rebuilds
+//! the same state. Replies are built from the state by [`responses`]; [`permissions`] holds
+//! the access rules every handler family checks.
 
 mod apply;
 pub mod auth;
@@ -15,15 +15,19 @@ mod op;
 pub mod op_codec;
 pub mod options;
 pub mod permissions;
+pub mod replay;
 mod resolve;
 pub mod responses;
+pub mod snapshot;
 pub mod validate;
 
+#[cfg(test)]
+mod journal_tests;
 #[cfg(test)]
 mod tests;
 
 pub use apply::ApplyError;
-pub use journal::{Journal, JournalError};
+pub use journal::{CompactionLimits, Journal, JournalError};
 pub use model::{
     ConsumerGroup, Metadata, Partition, PersonalAccessToken, Stream, Topic, TopicSettings, User,
     UserStatus,

@@ -381,7 +381,7 @@ fn decode_user_body(r: &mut Reader<'_>, tag: u8, offset: usize) -> Result<Metada
     })
 }
 
-fn encode_settings(settings: &TopicSettings, w: &mut Writer<'_>) {
+pub(super) fn encode_settings(settings: &TopicSettings, w: &mut Writer<'_>) {
     optional(w, settings.message_expiry_us.as_ref(), |w, v| w.u64(*v));
     optional(w, settings.max_topic_size_bytes.as_ref(), |w, v| w.u64(*v));
     w.u64(settings.segment_size_bytes);
@@ -395,7 +395,7 @@ fn encode_settings(settings: &TopicSettings, w: &mut Writer<'_>) {
     w.bool(settings.partitions_fixed);
 }
 
-fn decode_settings(r: &mut Reader<'_>) -> Result<TopicSettings, DecodeError> {
+pub(super) fn decode_settings(r: &mut Reader<'_>) -> Result<TopicSettings, DecodeError> {
     Ok(TopicSettings {
         message_expiry_us: read_optional(r, |r| r.u64("settings.message_expiry"))?,
         max_topic_size_bytes: read_optional(r, |r| r.u64("settings.max_topic_size"))?,
@@ -411,12 +411,12 @@ fn decode_settings(r: &mut Reader<'_>) -> Result<TopicSettings, DecodeError> {
     })
 }
 
-fn encode_permissions(w: &mut Writer<'_>, permissions: &Permissions) {
+pub(super) fn encode_permissions(w: &mut Writer<'_>, permissions: &Permissions) {
     let block = encode_to_vec(permissions, w.dialect());
     w.bytes_u32(&block);
 }
 
-fn decode_permissions(r: &mut Reader<'_>) -> Result<Permissions, DecodeError> {
+pub(super) fn decode_permissions(r: &mut Reader<'_>) -> Result<Permissions, DecodeError> {
     let length = r.length_u32(0, PERMISSIONS_LENGTH_MAX, "permissions.length")?;
     let mut block = r.sub(length, "permissions")?;
     let permissions = Permissions::decode(&mut block)?;
@@ -424,16 +424,16 @@ fn decode_permissions(r: &mut Reader<'_>) -> Result<Permissions, DecodeError> {
     Ok(permissions)
 }
 
-fn text(w: &mut Writer<'_>, value: &str) {
+pub(super) fn text(w: &mut Writer<'_>, value: &str) {
     w.bytes_u32(value.as_bytes());
 }
 
-fn read_text(r: &mut Reader<'_>) -> Result<String, DecodeError> {
+pub(super) fn read_text(r: &mut Reader<'_>) -> Result<String, DecodeError> {
     r.text_u32(LONG_TEXT_LENGTH_MAX, "op.text")
         .map(String::from)
 }
 
-fn optional<T: ?Sized>(
+pub(super) fn optional<T: ?Sized>(
     w: &mut Writer<'_>,
     value: Option<&T>,
     encode: impl Fn(&mut Writer<'_>, &T),
@@ -444,7 +444,7 @@ fn optional<T: ?Sized>(
     }
 }
 
-fn read_optional<'a, T>(
+pub(super) fn read_optional<'a, T>(
     r: &mut Reader<'a>,
     decode: impl Fn(&mut Reader<'a>) -> Result<T, DecodeError>,
 ) -> Result<Option<T>, DecodeError> {
@@ -455,14 +455,14 @@ fn read_optional<'a, T>(
     }
 }
 
-fn status_byte(status: UserStatus) -> u8 {
+pub(super) fn status_byte(status: UserStatus) -> u8 {
     match status {
         UserStatus::Active => 1,
         UserStatus::Inactive => 2,
     }
 }
 
-fn read_status(r: &mut Reader<'_>) -> Result<UserStatus, DecodeError> {
+pub(super) fn read_status(r: &mut Reader<'_>) -> Result<UserStatus, DecodeError> {
     let offset = r.offset();
     match r.u8("user.status")? {
         1 => Ok(UserStatus::Active),

@@ -1,8 +1,7 @@
-//! Tests of the state machine as a whole: apply, the op codec, the journal (torn tails,
-//! replay), and property tests over random op sequences.
+//! Tests of the state machine as a whole: apply, the op codec, and property tests over
+//! random op sequences. The generators here serve `journal_tests.rs` too.
 
 use std::future::Future;
-use std::path::Path;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
@@ -10,22 +9,18 @@ use proptest::prelude::*;
 use proto::codec::WireName;
 use proto::primitives::{OptionsBlock, Permissions, TlvEntry};
 use segment::log::Durability;
-use segment::storage::memory::{CrashMode, MemoryStorage};
 
-use super::journal::{ENTRY_HEADER_BYTES, encode_entry, replay};
 use super::op_codec::{decode_op, encode_op};
 use super::*;
 
 /// Drives a `MemoryStorage` future, which completes on its first poll.
-fn ready<F: Future>(future: F) -> F::Output {
+pub(super) fn ready<F: Future>(future: F) -> F::Output {
     let mut context = Context::from_waker(Waker::noop());
     match pin!(future).poll(&mut context) {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("memory storage futures are always ready"),
     }
 }
-
-const JOURNAL: &str = "/data/metadata/journal.wal";
 
 fn name() -> impl Strategy<Value = String> {
     prop_oneof!["[a-c]{1,2}", "\\PC{1,6}"]
@@ -248,7 +243,7 @@ fn user_op() -> impl Strategy<Value = MetadataOp> {
     ]
 }
 
-fn any_op() -> impl Strategy<Value = MetadataOp> {
+pub(super) fn any_op() -> impl Strategy<Value = MetadataOp> {
     prop_oneof![stream_op(), topic_op(), topic_child_op(), user_op()]
 }
 
@@ -290,32 +285,9 @@ proptest! {
             }
         }
     }
-
-    #[test]
-    fn journal_replay_rebuilds_the_same_state(
-        ops in proptest::collection::vec(any_op(), 0..20)
-    ) {
-        let storage = MemoryStorage::new();
-        let (mut journal, replayed) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
-        prop_assert!(replayed.is_empty());
-        let mut metadata = Metadata::default();
-        for op in &ops {
-            if metadata.clone().apply(op).is_ok() {
-                ready(journal.append(op)).unwrap();
-                metadata.apply(op).unwrap();
-            }
-        }
-        storage.crash(CrashMode::DropUnsynced);
-        let (_journal, replayed) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
-        let mut rebuilt = Metadata::default();
-        for op in &replayed {
-            rebuilt.apply(op).unwrap();
-        }
-        prop_assert_eq!(rebuilt, metadata);
-    }
 }
 
-fn sample_ops() -> Vec<MetadataOp> {
+pub(super) fn sample_ops() -> Vec<MetadataOp> {
     vec![
         MetadataOp::CreateStream {
             id: 0,
@@ -378,70 +350,4 @@ fn deleting_partitions_removes_the_highest_ids() {
     };
     assert!(too_many.apply(&op).is_err());
     assert_eq!(too_many, metadata);
-}
-
-#[test]
-fn torn_tails_are_truncated_at_every_byte_of_the_last_entry() {
-    let ops = sample_ops();
-    let entries: Vec<Vec<u8>> = ops.iter().map(|op| encode_entry(op).unwrap()).collect();
-    let whole: Vec<u8> = entries.concat();
-    let last_start = whole.len() - entries.last().unwrap().len();
-    for cut in last_start..whole.len() {
-        let storage = MemoryStorage::new();
-        let path = Path::new(JOURNAL);
-        drop(ready(Journal::open(&storage, path)).unwrap());
-        storage.replace(path, whole[..cut].to_vec());
-        let (mut journal, replayed) = ready(Journal::open(&storage, path)).unwrap();
-        assert_eq!(replayed, ops[..2], "cut at {cut}");
-        assert_eq!(storage.contents(path).unwrap().len(), last_start);
-        ready(journal.append(&ops[2])).unwrap();
-        let (_, replayed) = ready(Journal::open(&storage, path)).unwrap();
-        assert_eq!(replayed, ops, "cut at {cut}");
-    }
-}
-
-#[test]
-fn a_flipped_bit_ends_the_replay_at_that_entry() {
-    let ops = sample_ops();
-    let whole: Vec<u8> = ops
-        .iter()
-        .flat_map(|op| encode_entry(op).unwrap())
-        .collect();
-    let second = encode_entry(&ops[0]).unwrap().len();
-    for bit in 0..8 {
-        let mut corrupt = whole.clone();
-        corrupt[second + ENTRY_HEADER_BYTES + 3] ^= 1 << bit;
-        let (replayed, valid) = replay(&corrupt, Path::new(JOURNAL)).unwrap();
-        assert_eq!(replayed, ops[..1]);
-        assert_eq!(valid, second);
-    }
-}
-
-#[test]
-fn an_entry_that_checks_out_but_does_not_decode_is_an_error() {
-    let body = [9_u8, 1, 2, 3];
-    let mut entry = u32::try_from(body.len()).unwrap().to_le_bytes().to_vec();
-    entry.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
-    entry.extend_from_slice(&body);
-    let error = replay(&entry, Path::new(JOURNAL)).unwrap_err();
-    assert!(matches!(
-        error,
-        JournalError::Undecodable { position: 0, .. }
-    ));
-}
-
-#[test]
-fn a_failed_sync_closes_the_journal() {
-    let storage = MemoryStorage::new();
-    let (mut journal, _) = ready(Journal::open(&storage, Path::new(JOURNAL))).unwrap();
-    storage.set_faults(segment::storage::memory::Faults {
-        sync_errors: 1,
-        ..Default::default()
-    });
-    let op = &sample_ops()[0];
-    assert!(ready(journal.append(op)).is_err());
-    assert!(matches!(
-        ready(journal.append(op)),
-        Err(JournalError::Failed { .. })
-    ));
 }

@@ -1,0 +1,63 @@
+//! `iggy check <data directory>`: the offline verifier, a thin front of [`shard::check`].
+
+use std::path::Path;
+use std::process::ExitCode;
+
+pub(crate) const USAGE: &str = "\
+usage: iggy check <data directory>
+
+Verifies a data directory (system.path) offline, reading every file and writing none: the
+metadata snapshot and journal (metadata/), and every partition's segments, indexes, state and
+stored offsets (streams/*/topics/*/partitions/*). Run it on a stopped server or a copy.
+
+Each problem is printed as `<file>: byte <offset>: <what>` with its repair. Exit status: 0
+when the data is clean, 1 when problems were found, 2 when the check could not run.
+
+Repairs, by file:
+  metadata/journal.wal    a torn last entry needs nothing (the server cuts it); a corrupt
+                          entry followed by intact ones stops the server: restore the file,
+                          or `truncate -s <offset> journal.wal` to drop that op and all later
+  metadata/snapshot.bin   restore it from a backup
+  <segment>.log           the server cuts the active (last) segment at the damage; for an
+                          older one `truncate -s <offset>` the .log and delete its .index and
+                          .timeindex, or move its three files aside: the partition is then
+                          readable up to the damage
+  .index, .timeindex      delete both; the server rebuilds them from the .log
+  partition.state         restore it; deleting it derives the next offset from the log
+  <id>.offset             delete it; the consumer stores its offset again";
+
+/// Runs `iggy check` with the arguments after `check`.
+pub(crate) fn run(arguments: &[String]) -> ExitCode {
+    let root = match arguments {
+        [flag] if flag == "-h" || flag == "--help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        [root] => Path::new(root),
+        _ => {
+            eprintln!("error: `iggy check` takes one data directory\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if !root.is_dir() {
+        eprintln!("error: {} is not a directory", root.display());
+        return ExitCode::from(2);
+    }
+    let runtime = match compio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: start the compio runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let findings = runtime.block_on(shard::check::check_directory(root));
+    for finding in &findings {
+        println!("{finding}\n  repair: {}", finding.repair());
+    }
+    if findings.is_empty() {
+        println!("{}: no problems found", root.display());
+        return ExitCode::SUCCESS;
+    }
+    println!("{}: {} problem(s) found", root.display(), findings.len());
+    ExitCode::from(1)
+}

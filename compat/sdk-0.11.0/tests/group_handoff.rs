@@ -1,0 +1,1 @@
+../../sdk-0.11.1-edge.9/tests/group_handoff.rs

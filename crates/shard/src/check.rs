@@ -1,0 +1,288 @@
+//! `iggy check`: an offline verifier of a data directory. It decodes the metadata snapshot,
+//! replays the journal over it without applying anything to disk, and runs
+//! [`segment::check`] over every partition. Each problem is a [`Finding`] naming the file
+//! and the byte it starts at, with the repair that applies ([`Finding::repair`]).
+//!
+//! The checker reads the same bytes with the same code start-up uses (`replay`, `recover`,
+//! the log scan), so what it reports is exactly what start-up would cut or refuse. It never
+//! writes; run it on a stopped server's directory or a copy.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use proto::DecodeError;
+use segment::layout::metadata_directory;
+use segment::storage::compio::CompioStorage;
+use segment::storage::{Storage, read_all};
+
+use crate::metadata::journal::JOURNAL_FILE;
+use crate::metadata::replay::{EntryDamage, recover, replay};
+use crate::metadata::snapshot::{SNAPSHOT_FILE, SnapshotError, decode_snapshot};
+use crate::metadata::{ApplyError, JournalError, Metadata};
+
+/// One problem in one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub path: PathBuf,
+    /// The byte of the file the problem starts at.
+    pub position: u64,
+    pub problem: Problem,
+}
+
+/// What is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The file could not be read.
+    Io {
+        action: &'static str,
+        kind: io::ErrorKind,
+    },
+    /// The snapshot does not decode: the server refuses to start.
+    Snapshot(SnapshotError),
+    /// A damaged journal entry with intact ones after it: the server refuses to start.
+    JournalCorrupt { reason: EntryDamage, intact_at: u64 },
+    /// A torn last journal entry: the server cuts it at start-up (that op was never
+    /// acknowledged, or its acknowledgement raced the crash).
+    JournalTorn(EntryDamage),
+    /// An intact entry that does not decode (a newer or foreign format).
+    JournalUndecodable(DecodeError),
+    /// An op that does not apply to the state before it.
+    JournalReplay(ApplyError),
+    /// The journal continues a commit the snapshot does not reach.
+    JournalGap { base: u64, snapshot_commit: u64 },
+    /// A partition's file.
+    Partition(segment::check::Problem),
+}
+
+impl Finding {
+    /// What to do about it.
+    pub fn repair(&self) -> &'static str {
+        match &self.problem {
+            Problem::Io { .. } => "check the file's permissions and the disk, then run again",
+            Problem::Snapshot(_) | Problem::JournalGap { .. } => {
+                "restore metadata/snapshot.bin from a backup; the journal only holds the ops \
+                 after it"
+            }
+            Problem::JournalCorrupt { .. } => {
+                "restore metadata/journal.wal from a backup, or truncate it at this byte \
+                 (`truncate -s <byte> <file>`) to start without this and every later metadata op"
+            }
+            Problem::JournalTorn(_) => "none needed: the server cuts the torn entry at start-up",
+            Problem::JournalUndecodable(_) => {
+                "run the build that wrote it, or truncate the journal at this byte"
+            }
+            Problem::JournalReplay(_) => {
+                "the journal does not continue its snapshot: restore both from one backup"
+            }
+            Problem::Partition(problem) => partition_repair(problem),
+        }
+    }
+}
+
+/// Checks the data directory `root` on disk (through compio; call inside its runtime).
+pub async fn check_directory(root: &Path) -> Vec<Finding> {
+    check_data_directory(&CompioStorage::new(), root).await
+}
+
+/// Checks the data directory `root` on `storage`: the metadata, then every partition.
+pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<Finding> {
+    let mut findings = check_metadata(storage, &metadata_directory(root)).await;
+    let partitions = segment::check::check_partitions(storage, root).await;
+    findings.extend(partitions.into_iter().map(|found| Finding {
+        path: found.path,
+        position: found.position,
+        problem: Problem::Partition(found.problem),
+    }));
+    findings
+}
+
+/// The snapshot and the journal of `directory`, decoded and replayed as start-up would.
+async fn check_metadata<S: Storage>(storage: &S, directory: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let snapshot_path = directory.join(SNAPSHOT_FILE);
+    let snapshot = match read_if_present(storage, &snapshot_path).await {
+        Ok(None) => Some(Metadata::default()),
+        Ok(Some(bytes)) => match decode_snapshot(&bytes) {
+            Ok(snapshot) => Some(snapshot),
+            Err(source) => {
+                let position = source.position();
+                findings.push(finding(&snapshot_path, position, Problem::Snapshot(source)));
+                None
+            }
+        },
+        Err(found) => {
+            findings.push(found);
+            None
+        }
+    };
+    let journal_path = directory.join(JOURNAL_FILE);
+    let bytes = match read_if_present(storage, &journal_path).await {
+        Ok(bytes) => bytes.unwrap_or_default(),
+        Err(found) => {
+            findings.push(found);
+            return findings;
+        }
+    };
+    match replay(&bytes, &journal_path) {
+        Ok(replayed) => {
+            if let Some(damage) = replayed.torn {
+                let problem = Problem::JournalTorn(damage);
+                findings.push(finding(&journal_path, replayed.valid_length, problem));
+            }
+            // Without a readable snapshot there is no state to replay onto.
+            if let Some(snapshot) = snapshot
+                && let Err(error) = recover(snapshot, &replayed, &journal_path)
+            {
+                findings.push(journal_finding(error));
+            }
+        }
+        Err(error) => findings.push(journal_finding(error)),
+    }
+    findings
+}
+
+/// The file's bytes, or `None` when it does not exist.
+async fn read_if_present<S: Storage>(storage: &S, path: &Path) -> Result<Option<Vec<u8>>, Finding> {
+    if !storage.exists(path).await {
+        return Ok(None);
+    }
+    let io = |action| {
+        move |error: io::Error| {
+            let kind = error.kind();
+            finding(path, 0, Problem::Io { action, kind })
+        }
+    };
+    let file = storage.open(path, false).await.map_err(io("open"))?;
+    read_all(&file).await.map(Some).map_err(io("read"))
+}
+
+/// The finding of an error `replay` or `recover` returned.
+fn journal_finding(error: JournalError) -> Finding {
+    let (path, position, problem) = match error {
+        JournalError::Corrupt {
+            path,
+            position,
+            reason,
+            intact_at,
+        } => (
+            path,
+            position,
+            Problem::JournalCorrupt { reason, intact_at },
+        ),
+        JournalError::Undecodable {
+            path,
+            position,
+            source,
+        } => (path, position, Problem::JournalUndecodable(source)),
+        JournalError::Replay {
+            path,
+            position,
+            source,
+        } => (path, position, Problem::JournalReplay(source)),
+        JournalError::Gap {
+            path,
+            base,
+            snapshot_commit,
+        } => (
+            path,
+            0,
+            Problem::JournalGap {
+                base,
+                snapshot_commit,
+            },
+        ),
+        JournalError::Snapshot { path, source } => {
+            (path, source.position(), Problem::Snapshot(source))
+        }
+        JournalError::Io {
+            action,
+            path,
+            source,
+        } => {
+            let kind = source.kind();
+            (path, 0, Problem::Io { action, kind })
+        }
+        // Appends alone fail these ways; the checker never appends.
+        JournalError::EntryTooLarge { .. } | JournalError::Failed { .. } => {
+            unreachable!("replay returned an append error: {error}")
+        }
+    };
+    Finding {
+        path,
+        position,
+        problem,
+    }
+}
+
+fn partition_repair(problem: &segment::check::Problem) -> &'static str {
+    use segment::check::Problem as Partition;
+    match problem {
+        Partition::Io { .. } => "check the file's permissions and the disk, then run again",
+        Partition::State(_) => {
+            "restore partition.state from a backup; deleting it makes the server derive the \
+             next offset from the log, which may reuse offsets a power loss cut"
+        }
+        Partition::Log(_) => {
+            "the server cuts the active (last) segment here at start-up; for an older segment, \
+             truncate the .log at this byte (`truncate -s <byte> <file>`) and delete its \
+             .index and .timeindex, or move the segment's three files aside: the partition is \
+             then readable up to the damage"
+        }
+        Partition::Overlap { .. } => {
+            "two segments claim the same offsets: move the later one's three files aside"
+        }
+        Partition::IndexMissing
+        | Partition::IndexPartialEntry
+        | Partition::IndexMismatch { .. }
+        | Partition::IndexShort { .. }
+        | Partition::IndexLong { .. } => {
+            "delete the segment's .index and .timeindex: the server rebuilds both from the .log"
+        }
+        Partition::OffsetLost => {
+            "delete the offset file; the consumer stores its offset again on its next commit"
+        }
+    }
+}
+
+fn finding(path: &Path, position: u64, problem: Problem) -> Finding {
+    Finding {
+        path: path.to_path_buf(),
+        position,
+        problem,
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (path, position) = (self.path.display(), self.position);
+        write!(f, "{path}: byte {position}: {}", self.problem)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { action, kind } => write!(f, "cannot {action}: {kind}"),
+            Self::Snapshot(error) => write!(f, "invalid snapshot: {error}"),
+            Self::JournalCorrupt { reason, intact_at } => write!(
+                f,
+                "corrupt journal entry ({reason}) with an intact entry at byte {intact_at}"
+            ),
+            Self::JournalTorn(damage) => write!(f, "torn last journal entry ({damage})"),
+            Self::JournalUndecodable(error) => write!(f, "undecodable journal entry: {error}"),
+            Self::JournalReplay(error) => write!(f, "journal op does not apply: {error}"),
+            Self::JournalGap {
+                base,
+                snapshot_commit,
+            } => write!(
+                f,
+                "the journal continues commit {base}, the snapshot holds commit {snapshot_commit}"
+            ),
+            Self::Partition(problem) => write!(f, "{problem}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! Stable replay of the metadata fuzz targets: the committed corpora under
+//! `fuzz/corpus/<target>/`, seeds built from the encoders, and random and mutated inputs from
+//! a fixed seed, so CI covers the journal, op and snapshot decoders without a fuzzing
+//! toolchain.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use proto::primitives::{OptionsBlock, Permissions, TlvEntry};
+
+use super::*;
+use crate::metadata::replay::encode_entry;
+use crate::metadata::{
+    ConsumerGroup, Partition, PersonalAccessToken, Stream, Topic, TopicSettings, User, UserStatus,
+};
+
+/// Inputs each target sees per run, split between random and mutated seeds.
+const INPUTS_PER_TARGET: usize = 30_000;
+
+/// xorshift64*: deterministic and dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        usize::try_from(self.next() % u64::try_from(bound.max(1)).unwrap()).unwrap()
+    }
+}
+
+/// Bit flips, interesting bytes and words, truncation, insertion and appended bytes.
+fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+    let mut input = seed.to_vec();
+    for _ in 0..=rng.below(4) {
+        let position = rng.below(input.len());
+        match rng.below(6) {
+            0 if !input.is_empty() => input[position] ^= 1 << rng.below(8),
+            1 if !input.is_empty() => input[position] = [0, 1, 2, 0x7f, 0xff][rng.below(5)],
+            2 => input.truncate(position),
+            3 => input.insert(position.min(input.len()), rng.next().to_le_bytes()[0]),
+            4 if input.len() >= position + 4 => {
+                let value = [0_u32, 1, 255, 256, u32::MAX][rng.below(5)];
+                input[position..position + 4].copy_from_slice(&value.to_le_bytes());
+            }
+            _ => input.extend((0..rng.below(16)).map(|_| rng.next().to_le_bytes()[0])),
+        }
+    }
+    input
+}
+
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let directory: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "..",
+        "fuzz",
+        "corpus",
+        target,
+    ]
+    .iter()
+    .collect();
+    let entries = std::fs::read_dir(&directory).unwrap_or_else(|error| {
+        panic!(
+            "the corpus {} cannot be listed: {error}",
+            directory.display()
+        )
+    });
+    entries
+        .map(|entry| entry.unwrap().path())
+        .map(|path| std::fs::read(path).unwrap())
+        .collect()
+}
+
+/// Runs `target` over `seeds`, the committed corpus, and random and mutated inputs.
+fn replay_target(name: &str, mut seeds: Vec<Vec<u8>>, target: fn(&[u8])) {
+    let corpus = corpus(name);
+    assert!(!corpus.is_empty(), "fuzz/corpus/{name} is empty");
+    seeds.extend(corpus);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
+    for seed in &seeds {
+        target(seed);
+    }
+    for index in 0..INPUTS_PER_TARGET {
+        let input = if index % 8 == 0 {
+            (0..rng.below(700))
+                .map(|_| rng.next().to_le_bytes()[0])
+                .collect()
+        } else {
+            let seed = rng.below(seeds.len());
+            mutate(&mut rng, &seeds[seed])
+        };
+        target(&input);
+    }
+}
+
+/// One op of every kind, in an order that applies.
+pub(crate) fn op_seeds() -> Vec<MetadataOp> {
+    let mut options = OptionsBlock::default();
+    options.set("message_expiry", TlvEntry::uint64(60));
+    vec![
+        MetadataOp::CreateStream {
+            id: 1,
+            name: "orders".into(),
+            created_at: 1,
+            options: options.clone(),
+        },
+        MetadataOp::UpdateStream {
+            id: 1,
+            name: Some("orders-eu".into()),
+            options: Some(OptionsBlock::default()),
+        },
+        MetadataOp::CreateTopic {
+            stream_id: 1,
+            id: 2,
+            name: "payments".into(),
+            created_at: 2,
+            partitions_count: 2,
+            options,
+            settings: TopicSettings::default(),
+        },
+        MetadataOp::UpdateTopic {
+            stream_id: 1,
+            id: 2,
+            name: None,
+            options: None,
+            settings: Some(TopicSettings {
+                max_topic_size_bytes: Some(1 << 30),
+                ..TopicSettings::default()
+            }),
+        },
+        MetadataOp::CreatePartitions {
+            stream_id: 1,
+            topic_id: 2,
+            count: 3,
+            created_at: 3,
+        },
+        MetadataOp::DeletePartitions {
+            stream_id: 1,
+            topic_id: 2,
+            count: 1,
+        },
+        MetadataOp::CreateConsumerGroup {
+            stream_id: 1,
+            topic_id: 2,
+            id: 0,
+            name: "readers".into(),
+            created_at: 4,
+        },
+        MetadataOp::CreateUser {
+            id: 1,
+            username: "alice".into(),
+            password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
+            status: UserStatus::Active,
+            permissions: Some(Permissions::root()),
+            created_at: 5,
+        },
+        MetadataOp::UpdateUser {
+            id: 1,
+            username: Some("alicia".into()),
+            status: Some(UserStatus::Inactive),
+        },
+        MetadataOp::ChangePassword {
+            id: 1,
+            password_hash: "$argon2id$other".into(),
+        },
+        MetadataOp::UpdatePermissions {
+            id: 1,
+            permissions: None,
+        },
+        MetadataOp::CreatePersonalAccessToken {
+            user_id: 1,
+            name: "ci".into(),
+            token_hash: "ab".repeat(32),
+            expiry_at: Some(99),
+        },
+        MetadataOp::DeletePersonalAccessToken {
+            user_id: 1,
+            name: "ci".into(),
+        },
+        MetadataOp::DeleteConsumerGroup {
+            stream_id: 1,
+            topic_id: 2,
+            id: 0,
+        },
+        MetadataOp::DeleteTopic {
+            stream_id: 1,
+            id: 2,
+        },
+        MetadataOp::DeleteUser { id: 1 },
+        MetadataOp::DeleteStream { id: 1 },
+    ]
+}
+
+/// Journals: every op, one with a base record, a torn tail and a zero-filled tail.
+pub(crate) fn journal_seeds() -> Vec<Vec<u8>> {
+    let entries: Vec<Vec<u8>> = op_seeds()
+        .iter()
+        .map(|op| encode_entry(op).unwrap())
+        .collect();
+    let all = entries.concat();
+    let mut based = encode_base_entry(40);
+    based.extend(entries[..3].concat());
+    let torn = all[..all.len() - 5].to_vec();
+    let mut zeros = entries[..2].concat();
+    zeros.resize(zeros.len() + 64, 0);
+    vec![all, based, torn, zeros, Vec::new()]
+}
+
+/// A state with one of everything a snapshot holds.
+fn snapshot_state() -> Metadata {
+    let partition = Partition {
+        id: 0,
+        created_at: 1,
+        incarnation: 2,
+    };
+    let topic = Topic {
+        id: 2,
+        name: "payments".into(),
+        created_at: 1,
+        options: OptionsBlock::default(),
+        settings: TopicSettings::default(),
+        partitions: BTreeMap::from([(0, partition)]),
+        groups: BTreeMap::from([(
+            0,
+            ConsumerGroup {
+                id: 0,
+                name: "readers".into(),
+                created_at: 3,
+            },
+        )]),
+        next_group_id: 1,
+    };
+    let token = PersonalAccessToken {
+        name: "ci".into(),
+        token_hash: "ab".repeat(32),
+        expiry_at: None,
+    };
+    let user = User {
+        id: 0,
+        username: "iggy".into(),
+        password_hash: "$argon2id$hash".into(),
+        status: UserStatus::Active,
+        permissions: Some(Permissions::root()),
+        created_at: 1,
+        tokens: BTreeMap::from([("ci".to_owned(), token)]),
+    };
+    let stream = Stream {
+        id: 1,
+        name: "orders".into(),
+        created_at: 1,
+        options: OptionsBlock::default(),
+        topics: BTreeMap::from([(2, topic)]),
+    };
+    Metadata {
+        streams: BTreeMap::from([(1, stream)]),
+        users: BTreeMap::from([(0, user)]),
+        commit: 17,
+    }
+}
+
+/// Snapshots, selector first: whole files (even) and bare bodies (odd).
+pub(crate) fn snapshot_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for state in [Metadata::default(), snapshot_state()] {
+        let file = encode_snapshot(&state);
+        seeds.push([&[0_u8][..], &file].concat());
+        seeds.push([&[1_u8][..], &file[32..]].concat());
+    }
+    seeds
+}
+
+#[test]
+fn replay_journal_replay() {
+    replay_target("journal_replay", journal_seeds(), fuzz_journal);
+}
+
+#[test]
+fn replay_metadata_op() {
+    let seeds = op_seeds().iter().map(encode_op).collect();
+    replay_target("metadata_op", seeds, fuzz_op);
+}
+
+#[test]
+fn replay_metadata_snapshot() {
+    replay_target("metadata_snapshot", snapshot_seeds(), fuzz_snapshot);
+}
+
+#[test]
+fn the_op_seeds_apply_in_order() {
+    let mut metadata = Metadata::default();
+    for op in op_seeds() {
+        metadata.apply(&op).unwrap();
+    }
+}
