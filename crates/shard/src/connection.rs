@@ -6,6 +6,7 @@ use std::sync::Arc;
 use proto::Dialect;
 
 use crate::liveness::Liveness;
+use crate::reply_budget::{REPLY_BUDGET_BYTES, ReplyBudget};
 
 /// How the client reached us (reported by `GET_CLIENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct Connection {
     pub session: Option<BoundSession>,
     /// The same `Arc` as its [`crate::server::ClientRecord`]'s.
     pub liveness: Arc<Liveness>,
+    /// Reply memory its polls and fetches may hold at once.
+    pub replies: Arc<ReplyBudget>,
 }
 
 /// The session a connection is bound to after a login or `BIND_SESSION`.
@@ -56,6 +59,7 @@ impl Connection {
             dialect: Dialect::V0_12_2,
             session: None,
             liveness,
+            replies: ReplyBudget::new(REPLY_BUDGET_BYTES),
         }
     }
 

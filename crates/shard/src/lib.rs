@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod node;
 pub mod outcome;
 pub mod procfs;
+pub mod reply_budget;
 pub mod server;
 pub mod sessions;
 

@@ -517,6 +517,13 @@ impl Server {
         let commit = self.commit_number();
         let leader = self.place().is_leader();
         if operation == Operation::Register {
+            // A bound connection may repeat its own Register (a lost reply); a new client id
+            // comes only after LOGOUT (§2.6).
+            if let Some(bound) = connection.session
+                && bound.client_id != header.client.get()
+            {
+                return Outcome::Evict(EvictionReason::SessionError);
+            }
             if !leader {
                 return self.forward(connection, raw_header, body).await;
             }

@@ -97,6 +97,7 @@ pub(crate) async fn handle(
                 max_bytes: POLL_BYTES_DEFAULT,
                 now_us: now_us(),
             };
+            let _replies = connection.replies.acquire(request.max_bytes).await;
             poll(server, operation, commit, &request, None, number).await
         }
         Request::PollMessagesDeferred(deferred) => {
@@ -109,9 +110,11 @@ pub(crate) async fn handle(
                 now_us: now_us(),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
+            let _replies = connection.replies.acquire(request.max_bytes).await;
             poll(server, operation, commit, &request, wait, number).await
         }
         Request::FetchMessages(fetch) => {
+            let _replies = connection.replies.acquire(u64::from(fetch.max_bytes)).await;
             fetch_messages(server, operation, commit, &fetch, client_id, number).await
         }
         _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),

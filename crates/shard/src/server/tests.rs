@@ -559,3 +559,46 @@ fn insert_orders(server: &Server, id: u32, topic: crate::metadata::Topic) {
     };
     server.metadata.borrow_mut().streams.insert(id, stream);
 }
+
+#[test]
+fn a_bound_connection_speaks_only_for_its_own_client_id() {
+    let server = server();
+    let mut connection = open(&server);
+    let login = login(&server, &mut connection);
+    // A request under another client id on the bound link: evicted.
+    let frame = header_of(
+        CLIENT + 1,
+        Operation::NonReplicated,
+        CommandCode::Ping,
+        &[],
+        Some(login.session),
+    );
+    let outcome = block_on(server.handle(&mut connection.clone(), &frame, &[]));
+    assert_eq!(outcome, Outcome::Evict(EvictionReason::SessionError));
+    // A Register of a new client id while bound: evicted too (a new id only after LOGOUT).
+    let body = login_body("secret", Dialect::V0_12_2);
+    let frame = header_of(
+        CLIENT + 1,
+        Operation::Register,
+        CommandCode::LoginRegister,
+        &body,
+        None,
+    );
+    let outcome = block_on(server.handle(&mut connection.clone(), &frame, &body));
+    assert_eq!(outcome, Outcome::Evict(EvictionReason::SessionError));
+    // The link's own client id still works, and so does a repeated Register of it.
+    assert_eq!(
+        status(&send(
+            &server,
+            &mut connection,
+            Operation::NonReplicated,
+            CommandCode::Ping,
+            &[]
+        )),
+        0
+    );
+    assert_eq!(
+        login_as(&server, &mut connection, CLIENT).session,
+        login.session
+    );
+}
