@@ -233,7 +233,7 @@ impl Server {
         let mut journal = self.journal.lock().await;
         let mut next = self.metadata.borrow().clone();
         if let Err(error) = next.apply(&op) {
-            log::error!("metadata: {op:?} does not apply: {error}");
+            log::error!("metadata: {} does not apply: {error}", op.kind());
             return Err(ErrorCode::Error);
         }
         if let Some(journal) = journal.as_mut()

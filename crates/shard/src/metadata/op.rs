@@ -103,6 +103,30 @@ pub enum MetadataOp {
 }
 
 impl MetadataOp {
+    /// The op's name, for log lines: ops carry password and token hashes, which never go to
+    /// a log, so ops are logged by name only.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::CreateStream { .. } => "CreateStream",
+            Self::UpdateStream { .. } => "UpdateStream",
+            Self::DeleteStream { .. } => "DeleteStream",
+            Self::CreateTopic { .. } => "CreateTopic",
+            Self::UpdateTopic { .. } => "UpdateTopic",
+            Self::DeleteTopic { .. } => "DeleteTopic",
+            Self::CreatePartitions { .. } => "CreatePartitions",
+            Self::DeletePartitions { .. } => "DeletePartitions",
+            Self::CreateConsumerGroup { .. } => "CreateConsumerGroup",
+            Self::DeleteConsumerGroup { .. } => "DeleteConsumerGroup",
+            Self::CreateUser { .. } => "CreateUser",
+            Self::UpdateUser { .. } => "UpdateUser",
+            Self::DeleteUser { .. } => "DeleteUser",
+            Self::ChangePassword { .. } => "ChangePassword",
+            Self::UpdatePermissions { .. } => "UpdatePermissions",
+            Self::CreatePersonalAccessToken { .. } => "CreatePersonalAccessToken",
+            Self::DeletePersonalAccessToken { .. } => "DeletePersonalAccessToken",
+        }
+    }
+
     /// Whether applying the op can take away a live session's identity: its user deleted or
     /// deactivated, or the token it logged in with deleted.
     pub fn may_revoke_identity(&self) -> bool {

@@ -1,0 +1,185 @@
+//! A full disk (issue 9, item 4), on a small tmpfs mounted for the test (root only; the test
+//! says so and passes without running elsewhere): appends fail cleanly, nothing acknowledged
+//! is lost or duplicated, reads keep working, a metadata change is refused cleanly, writes
+//! resume when space returns, and a restart on the full disk works.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use iggy::prelude::*;
+
+const PAYLOAD_BYTES: usize = 1_000;
+
+/// A tmpfs mounted at a fresh directory, unmounted on drop.
+struct SmallDisk {
+    path: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(megabytes: u32) -> Option<Self> {
+        let path = std::env::temp_dir().join(format!("iggy-full-disk-{}", std::process::id()));
+        std::fs::create_dir_all(&path).ok()?;
+        let size = format!("size={megabytes}m");
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &size, "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then_some(Self { path })
+    }
+
+    fn grow(&self, megabytes: u32) {
+        let options = format!("remount,size={megabytes}m");
+        let status = Command::new("mount")
+            .args(["-o", &options])
+            .arg(&self.path)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "remount {}", self.path.display());
+    }
+
+    /// Takes every byte left with a ballast file.
+    fn fill_up(&self) {
+        use std::io::Write;
+        let mut ballast = std::fs::File::create(self.path.join("ballast")).expect("ballast");
+        let chunk = vec![0_u8; 64 << 10];
+        while ballast.write_all(&chunk).is_ok() {}
+        while ballast.write_all(&chunk[..1]).is_ok() {}
+    }
+
+    fn data(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+async fn send_one_batch(client: &IggyClient, first: u64) -> Result<(), IggyError> {
+    let mut batch: Vec<IggyMessage> = (first..first + 100)
+        .map(|index| {
+            let mut payload = index.to_le_bytes().to_vec();
+            payload.resize(PAYLOAD_BYTES, b'x');
+            IggyMessage::builder()
+                .payload(payload.into())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    client
+        .send_messages(&id("full"), &id("t"), &Partitioning::partition_id(0), &mut batch)
+        .await
+        .map(drop)
+}
+
+/// Reads partition 0 from offset 0 and checks it holds exactly messages 0..count in order.
+async fn assert_exactly(client: &IggyClient, count: u64) {
+    let mut next = 0_u64;
+    loop {
+        let polled = client
+            .poll_messages(
+                &id("full"),
+                &id("t"),
+                0,
+                &Consumer::new(id("checker")),
+                &PollingStrategy::offset(next),
+                PollOptions::default(),
+            )
+            .await
+            .expect("reads work on a full disk");
+        if polled.messages.is_empty() {
+            break;
+        }
+        for message in &polled.messages {
+            assert_eq!(message.header.offset, next, "dense offsets");
+            let index = u64::from_le_bytes(message.payload[..8].try_into().unwrap());
+            assert_eq!(index, next, "message {next} once, in order");
+            next += 1;
+        }
+    }
+    assert_eq!(next, count, "every acknowledged message, nothing more");
+}
+
+#[test]
+fn a_full_disk_refuses_cleanly_and_recovers() {
+    let Some(disk) = SmallDisk::mount(24) else {
+        println!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let data = disk.data().join("data");
+    let data_env = data.to_string_lossy().into_owned();
+    let mut server = Server::start_with_env(&[
+        ("IGGY_SYSTEM_PATH", data_env.as_str()),
+        ("IGGY_DATA_MAINTENANCE_MESSAGES_CLEANER_ENABLED", "false"),
+    ]);
+    let mut acknowledged = 0_u64;
+    run(async {
+        let root = root_client(&server).await;
+        create_stream_topic(&root, "full", "t", 1).await;
+        let mut refused = None;
+        for _ in 0..1_000 {
+            match send_one_batch(&root, acknowledged).await {
+                Ok(()) => acknowledged += 100,
+                Err(error) => {
+                    refused = Some(error);
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("the disk filled up");
+        println!("full after {acknowledged} messages: {refused}");
+        assert_exactly(&root, acknowledged).await;
+        // Not a byte left: a metadata change is refused, and nothing else breaks.
+        disk.fill_up();
+        // The journal's last page may still hold a few small entries.
+        let mut metadata = Ok(());
+        for index in 0..500 {
+            let name = format!("while-full-{index}");
+            metadata = root
+                .create_stream(&name, &StreamCreateOptions::default())
+                .await
+                .map(drop);
+            if metadata.is_err() {
+                break;
+            }
+        }
+        println!("a metadata change on the full disk: {metadata:?}");
+        assert!(metadata.is_err(), "refused on a full disk");
+        assert!(send_one_batch(&root, acknowledged).await.is_err());
+        assert!(root.ping().await.is_ok(), "the server still serves");
+        assert_exactly(&root, acknowledged).await;
+    });
+    // A restart on the full disk works and loses nothing.
+    server.restart();
+    run(async {
+        let root = root_client(&server).await;
+        assert_exactly(&root, acknowledged).await;
+    });
+    disk.grow(64);
+    run(async {
+        let root = root_client(&server).await;
+        for _ in 0..5 {
+            send_one_batch(&root, acknowledged)
+                .await
+                .expect("writes resume when space returns");
+            acknowledged += 100;
+        }
+        assert_exactly(&root, acknowledged).await;
+        root.create_stream("after-space", &StreamCreateOptions::default())
+            .await
+            .expect("metadata changes resume too");
+    });
+    server.restart();
+    run(async {
+        let root = root_client(&server).await;
+        assert_exactly(&root, acknowledged).await;
+    });
+    drop(server);
+}
