@@ -314,6 +314,33 @@ impl Client {
         Ok(polled.messages_count)
     }
 
+    /// Sends one request of `code` with the encoded `body` and returns its refusal code: the
+    /// header status, or the result section's code for a result-framed reply; 0 when the
+    /// server accepted it. For tests that probe what a server allows.
+    pub fn status_of(&mut self, code: CommandCode, body: &[u8]) -> Result<u32, ClientError> {
+        match self.call(code, body, PartitionContext::default()) {
+            Ok(operation) if operation.is_result_framed() => {
+                let outcome = Reply::decode_body(code, operation, &self.body, DIALECT);
+                match outcome {
+                    Ok(ReplyOutcome::Refused(status)) => Ok(status),
+                    Ok(ReplyOutcome::Ok(_)) | Err(_) => Ok(0),
+                }
+            }
+            Ok(_) => Ok(0),
+            Err(ClientError::Refused { status, .. }) => Ok(status),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The refusal code of a send of `frame` (0 when it was appended).
+    pub fn send_status(&mut self, frame: &mut SendFrame) -> Result<u32, ClientError> {
+        match self.send(frame, 0) {
+            Ok(()) => Ok(0),
+            Err(ClientError::Refused { status, .. }) => Ok(status),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Encodes `body`, calls, and decodes the reply as the SDK does.
     fn control<'a, T: Codec<'a>>(
         &mut self,
