@@ -18,10 +18,11 @@ Repairs, by file:
                           entry followed by intact ones stops the server: restore the file,
                           or `truncate -s <offset> journal.wal` to drop that op and all later
   metadata/snapshot.bin   restore it from a backup
-  <segment>.log           the server cuts the active (last) segment at the damage; for an
-                          older one `truncate -s <offset>` the .log and delete its .index and
-                          .timeindex, or move its three files aside: the partition is then
-                          readable up to the damage
+  <segment>.log           a torn tail of the active (last) segment needs nothing (the server
+                          cuts it); other damage quarantines the partition (reads up to the
+                          damage, sends refused): `truncate -s <offset>` the .log and delete
+                          its .index and .timeindex, or move a sealed segment's three files
+                          aside; the partition then opens, with offsets after the damage gone
   .index, .timeindex      delete both; the server rebuilds them from the .log
   partition.state         restore it; deleting it derives the next offset from the log
   <id>.offset             delete it; the consumer stores its offset again";

@@ -287,6 +287,7 @@ fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
                 u64::MAX
             },
         },
+        validate_checksum: config.validate_checksum,
     }
 }
 

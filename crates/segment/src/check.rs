@@ -37,7 +37,8 @@ pub enum Problem {
     },
     /// `partition.state` does not decode: the partition will not open.
     State(StateError),
-    /// The `.log`'s records stop being valid here; the server cuts the rest at start-up.
+    /// The `.log`'s records stop being valid here: the server cuts a torn tail of the active
+    /// segment at start-up and quarantines the partition for any other damage.
     Log(StopReason),
     /// The segment starts below the offset the segment before it ends at.
     Overlap { previous_next_offset: u64 },

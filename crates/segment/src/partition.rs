@@ -16,7 +16,10 @@
 //! - after a failed sync the task is poisoned: what the kernel held may be gone while the
 //!   page cache says clean (a retried fdatasync would succeed and lie), so every later append
 //!   fails and the log is never marked cleanly closed; only a purge, which starts a fresh
-//!   log, lifts it;
+//!   log, lifts it. The log poisons itself the same way after any failed sync of its own (a
+//!   roll, a reservation, a `Replicated` threshold sync), and a log that recovery found
+//!   damaged opens quarantined; both refuse appends with an [`AppendError`] and show in
+//!   [`PartitionStats::quarantined`];
 //! - jobs run in channel order, one at a time, so offsets are dense and follow that order,
 //!   and the producer check of a batch sees every batch sent before it;
 //! - a close answers the jobs queued behind it with [`PartitionError::Closed`] (by dropping
@@ -101,6 +104,8 @@ pub struct PartitionStats {
     /// The offset the next message gets.
     pub next_offset: u64,
     pub segments_count: u32,
+    /// The log refuses appends: recovery found damage, or an fdatasync failed.
+    pub quarantined: bool,
 }
 
 impl PartitionStats {
@@ -112,6 +117,7 @@ impl PartitionStats {
             current_offset: next_offset.saturating_sub(1),
             next_offset,
             segments_count: u32::try_from(log.segments().count()).unwrap_or(u32::MAX),
+            quarantined: log.refuses_appends(),
         }
     }
 
@@ -639,11 +645,11 @@ impl<S: Storage + Clone + 'static> Task<S> {
         Ok(deleted)
     }
 
-    /// Closes the log, removes the directory and opens a fresh, empty partition there.
+    /// Drops the log, removes the directory and opens a fresh, empty partition there. The
+    /// log is not closed cleanly first: its files are about to go, and a poisoned one would
+    /// refuse.
     async fn purge(&mut self) -> Result<(), PartitionError> {
-        if let Some(log) = self.log.take() {
-            log.close().await.map_err(PartitionError::Close)?;
-        }
+        drop(self.log.take());
         self.offsets.clear().await.map_err(PartitionError::Offset)?;
         self.shared.offsets.pin().clear();
         self.producers.clear();
@@ -662,13 +668,13 @@ impl<S: Storage + Clone + 'static> Task<S> {
         Ok(())
     }
 
-    /// Closes the log (refused when poisoned, unless the partition is being removed, when
-    /// its lost durability no longer matters), removes the directory with `remove`, and
-    /// answers the jobs queued behind the close by dropping them.
+    /// Closes the log (refused when poisoned), or with `remove` drops it and removes the
+    /// directory (its durability no longer matters), and answers the jobs queued behind the
+    /// close by dropping them.
     async fn close(&mut self, remove: bool) -> Result<(), PartitionError> {
         let log = self.log.take();
         let closed = match (&self.poison, log) {
-            (Some(_), _) if remove => Ok(()),
+            _ if remove => Ok(()),
             (Some(poison), _) => Err(PartitionError::Poisoned(Arc::clone(poison))),
             (None, Some(log)) => log.close().await.map_err(PartitionError::Close),
             (None, None) => Ok(()),

@@ -6,7 +6,7 @@
 //! and a reader always gets one consistent snapshot (never the size of one round with the
 //! offset of another).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::partition::PartitionStats;
 
@@ -18,6 +18,7 @@ pub(crate) struct StatsCell {
     current_offset: AtomicU64,
     next_offset: AtomicU64,
     segments_count: AtomicU32,
+    quarantined: AtomicBool,
 }
 
 impl StatsCell {
@@ -35,6 +36,7 @@ impl StatsCell {
         self.next_offset.store(stats.next_offset, Ordering::Relaxed);
         self.segments_count
             .store(stats.segments_count, Ordering::Relaxed);
+        self.quarantined.store(stats.quarantined, Ordering::Relaxed);
         self.sequence
             .store(sequence.wrapping_add(2), Ordering::Release);
     }
@@ -53,6 +55,7 @@ impl StatsCell {
                 current_offset: self.current_offset.load(Ordering::Relaxed),
                 next_offset: self.next_offset.load(Ordering::Relaxed),
                 segments_count: self.segments_count.load(Ordering::Relaxed),
+                quarantined: self.quarantined.load(Ordering::Relaxed),
             };
             fence(Ordering::Acquire);
             if self.sequence.load(Ordering::Relaxed) == before {
@@ -82,6 +85,7 @@ mod tests {
                         current_offset: n,
                         next_offset: n,
                         segments_count: u32::try_from(n % 1000).unwrap(),
+                        quarantined: n % 2 == 1,
                     });
                 }
             })
@@ -93,6 +97,7 @@ mod tests {
             assert_eq!(stats.size_bytes, stats.current_offset);
             assert_eq!(stats.size_bytes, stats.next_offset);
             assert_eq!(u64::from(stats.segments_count), stats.size_bytes % 1000);
+            assert_eq!(stats.quarantined, stats.size_bytes % 2 == 1);
             assert!(stats.size_bytes >= last, "published values only grow here");
             last = stats.size_bytes;
         }

@@ -23,6 +23,7 @@ fn info() -> ServerInfo {
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),
         groups: GroupConfig::default(),
+        validate_checksum: false,
     }
 }
 

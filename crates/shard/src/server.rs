@@ -59,6 +59,8 @@ pub struct ServerInfo {
     pub groups: GroupConfig,
     /// Failed-login backoff (`[login]`).
     pub logins: LoginLimits,
+    /// Reads verify every message checksum (`[system.partition] validate_checksum`).
+    pub validate_checksum: bool,
 }
 
 /// What `GET_CLIENT(S)` reports about one open connection, and its liveness.
@@ -154,7 +156,8 @@ impl Server {
         Self {
             metadata: RefCell::new(metadata),
             journal: Mutex::new(None),
-            data: DataPlane::for_shard(storage, root, info.groups, place, routes),
+            data: DataPlane::for_shard(storage, root, info.groups, place, routes)
+                .with_validate_checksum(info.validate_checksum),
             sessions: RefCell::new(Sessions::publishing(
                 session_seed,
                 Arc::clone(&node.sessions),
@@ -503,6 +506,26 @@ impl Server {
         }
     }
 
+    /// A login (`Register`), answered on the leader. A bound connection may repeat its own
+    /// Register (a lost reply); a new client id comes only after LOGOUT (§2.6).
+    async fn register(
+        &self,
+        connection: &mut Connection,
+        raw_header: &[u8; HEADER_SIZE],
+        header: &RequestHeader,
+        body: &[u8],
+    ) -> Outcome {
+        if let Some(bound) = connection.session
+            && bound.client_id != header.client.get()
+        {
+            return Outcome::Evict(EvictionReason::SessionError);
+        }
+        if !self.place().is_leader() {
+            return self.forward(connection, raw_header, body).await;
+        }
+        handler::session::login(self, connection, header, body).await
+    }
+
     /// `raw_header` is the frame's header as sent, `header` its parsed view.
     async fn handle_request(
         &self,
@@ -517,17 +540,7 @@ impl Server {
         let commit = self.commit_number();
         let leader = self.place().is_leader();
         if operation == Operation::Register {
-            // A bound connection may repeat its own Register (a lost reply); a new client id
-            // comes only after LOGOUT (§2.6).
-            if let Some(bound) = connection.session
-                && bound.client_id != header.client.get()
-            {
-                return Outcome::Evict(EvictionReason::SessionError);
-            }
-            if !leader {
-                return self.forward(connection, raw_header, body).await;
-            }
-            return handler::session::login(self, connection, header, body).await;
+            return self.register(connection, raw_header, header, body).await;
         }
         if let Some(bound) = connection.session
             && let Err(reason) = self.session_holds(bound, header.client.get())

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use proto::batch::{Batch, Integrity};
+use proto::batch::{BATCH_HEADER_SIZE, Batch, FRAME_HEADER_SIZE, Integrity, RECORD_SIZE_MAX};
 use proto::{DecodeError, DecodeErrorKind, Dialect};
 
 use super::SEGMENT_SIZE_MAX;
@@ -169,6 +169,38 @@ fn next_record<'a>(
     ))
 }
 
+/// The length a record starting at `bytes` declares, when its header could belong to a
+/// record of this log at or after `next_offset` (a plausible length and message count, an
+/// offset not below it). A cheap filter before [`intact_record`]: a search for intact
+/// records after damage calls it at every byte.
+pub fn record_candidate(bytes: &[u8], next_offset: u64) -> Option<u64> {
+    // Fields of the batch header (FORMAT.md §2): base_offset, batch_length, message_count.
+    let base_offset = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    let length = u64::from_le_bytes(bytes.get(32..40)?.try_into().ok()?);
+    let message_count = u32::from_le_bytes(bytes.get(48..52)?.try_into().ok()?);
+    let length_min = BATCH_HEADER_SIZE
+        .checked_add(FRAME_HEADER_SIZE)?
+        .checked_add(1)?;
+    let lengths = u64::try_from(length_min).ok()?..=u64::try_from(RECORD_SIZE_MAX).ok()?;
+    let plausible = lengths.contains(&length) && message_count >= 1 && base_offset >= next_offset;
+    plausible.then_some(length)
+}
+
+/// Whether `bytes` is exactly one record that passes every check a scan makes of a record
+/// (layout, every checksum, frame numbering) and continues this log at or after
+/// `next_offset`.
+pub fn intact_record(bytes: &[u8], next_offset: u64) -> bool {
+    let Ok(batch) = Batch::parse(bytes, Dialect::V0_12_2, Integrity::Full, 0) else {
+        return false;
+    };
+    let base_offset = batch.header().base_offset.get();
+    base_offset >= next_offset
+        && base_offset
+            .checked_add(u64::from(batch.message_count()))
+            .is_some()
+        && check_deltas(&batch).is_ok()
+}
+
 /// Stored records number their frames 0, 1, 2, … so that offsets are dense.
 pub fn check_deltas(batch: &Batch<'_>) -> Result<(), StopReason> {
     for (index, message) in (0_u32..).zip(batch.messages()) {
@@ -197,7 +229,7 @@ fn classify(error: DecodeError, available: usize) -> StopReason {
             }
         }
         DecodeErrorKind::InvalidLength { length, .. } if error.field == "batch.batch_length" => {
-            if length > available as u64 && length <= proto::batch::RECORD_SIZE_MAX as u64 {
+            if length > available as u64 && length <= RECORD_SIZE_MAX as u64 {
                 StopReason::Torn {
                     needed: length,
                     available: available as u64,

@@ -11,7 +11,7 @@ use crate::storage::{Storage, StorageFile};
 
 use super::PartitionLog;
 use super::config::Durability;
-use super::error::{AppendError, io_error};
+use super::error::AppendError;
 use super::segment::{Segment, append_io};
 
 /// Where an appended batch landed.
@@ -36,6 +36,9 @@ impl<S: Storage> PartitionLog<S> {
         mut batch: B,
         now_us: u64,
     ) -> (Result<Appended, AppendError>, B) {
+        if let Some(refusal) = &self.refusal {
+            return (Err(refusal.error()), batch);
+        }
         let message_count = match validate(batch.as_mut_slice()) {
             Ok(count) => count,
             Err(error) => return (Err(error), batch),
@@ -63,10 +66,15 @@ impl<S: Storage> PartitionLog<S> {
         (self.after_write(appended).await, batch)
     }
 
-    /// Seals a full segment and reserves offsets before a record is written.
+    /// Seals a full segment and reserves offsets before a record is written. Nothing is
+    /// written to the log here, so a failure leaves the append retryable (unless a sync
+    /// failed, which poisons).
     async fn prepare(&mut self, message_count: u32) -> Result<(), AppendError> {
         let active = self.active();
-        if !active.is_empty() && active.size_bytes >= self.config.segment_size_bytes {
+        // A sealed last segment is a roll that failed after its seal: it must roll again.
+        let sealed = active.indexes.is_none();
+        let full = active.size_bytes >= self.config.segment_size_bytes;
+        if !active.is_empty() && (sealed || full) {
             self.roll().await?;
         }
         let next = self.next_offset() + u64::from(message_count);
@@ -76,16 +84,29 @@ impl<S: Storage> PartitionLog<S> {
         Ok(())
     }
 
-    /// Seals the active segment (synced, indexes closed) and starts the next one.
+    /// Seals the active segment (trimmed, synced, indexes closed) and starts the next one.
     async fn roll(&mut self) -> Result<(), AppendError> {
         let next_offset = self.next_offset();
-        self.active_mut().seal().await?;
+        // A failed write may have left bytes past the last record, and a sealed segment must
+        // end at its last record or recovery finds damage in it. Retryable: nothing changed.
+        self.active().trim().await?;
+        if let Err(error) = self.active_mut().seal().await {
+            // Every failure of a seal is a failed fdatasync.
+            let path = match &error {
+                AppendError::Io { path, .. } => path.clone(),
+                _ => self.active().paths.log.clone(),
+            };
+            self.poison(&path).await;
+            return Err(error);
+        }
+        // Creating the files may fail midway (a full disk, no inodes): the sealed segment
+        // stays last, the next append rolls again and reopens the files that exist.
         let segment = Segment::create(&self.storage, &self.directory, next_offset).await?;
         self.segments.push(segment);
-        self.storage
-            .sync_dir(&self.directory)
-            .await
-            .map_err(io_error("sync", &self.directory, append_io))?;
+        // The new names must be durable before a record in them is acknowledged.
+        let synced = self.storage.sync_dir(&self.directory).await;
+        let directory = self.directory.clone();
+        self.check_sync(synced, &directory).await?;
         self.synced_size = 0;
         self.unsynced_messages = 0;
         Ok(())
@@ -103,6 +124,10 @@ impl<S: Storage> PartitionLog<S> {
         let length = batch.buf_len() as u64;
         let (result, batch) = active.log.write_all_at(batch, position).await;
         if let Err(source) = result {
+            // A short write (a full disk) may have stored part of the record: cut it, so the
+            // file ends at the last record again. Should the cut fail, the next append
+            // overwrites the part and a roll trims what it leaves.
+            let _cut = active.log.set_len(position).await;
             return (
                 Err(append_io("write", active.paths.log.clone(), source)),
                 batch,
@@ -139,8 +164,11 @@ impl<S: Storage> PartitionLog<S> {
                 let by_count =
                     self.unsynced_messages >= u64::from(self.config.messages_required_to_save);
                 let by_size = unsynced_bytes >= self.config.size_of_messages_required_to_save;
-                if by_count || by_size {
-                    self.sync().await?;
+                // The record reached the kernel, which is all `Replicated` acknowledges: a
+                // failed sync poisons the log (every later append is refused, and it is
+                // logged) but does not fail this append, whose retry would duplicate it.
+                if (by_count || by_size) && self.sync().await.is_err() {
+                    assert!(self.refusal.is_some(), "a failed sync poisons the log");
                 }
             }
         }

@@ -20,6 +20,11 @@ pub struct LogConfig {
     pub messages_required_to_save: u32,
     /// Under `Replicated`: sync once this many bytes are unsynced.
     pub size_of_messages_required_to_save: u64,
+    /// Reads verify every message checksum of the records they return
+    /// (`[system.partition] validate_checksum`). Off, they verify each record's layout and
+    /// batch checksum, which covers its header and its messages' checksums but not their
+    /// payloads.
+    pub validate_checksum: bool,
 }
 
 impl Default for LogConfig {
@@ -29,6 +34,8 @@ impl Default for LogConfig {
             durability: Durability::Replicated,
             messages_required_to_save: 1024,
             size_of_messages_required_to_save: 1 << 20,
+            // As the server's default: a record damaged at rest is refused, not served.
+            validate_checksum: true,
         }
     }
 }

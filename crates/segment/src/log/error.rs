@@ -39,6 +39,14 @@ pub enum AppendError {
         #[source]
         source: io::Error,
     },
+    /// Recovery found damage it may not cut (`FORMAT.md` §7): the log refuses appends until
+    /// the file is repaired and the partition reopened.
+    #[error("the partition is quarantined: {path} is damaged at byte {position}")]
+    Quarantined { path: PathBuf, position: u64 },
+    /// An fdatasync failed: what the kernel held may be gone while the page cache says
+    /// clean, so no later sync can be trusted and the log refuses appends until reopened.
+    #[error("an fdatasync of {path} failed earlier; the partition refuses appends")]
+    Poisoned { path: PathBuf },
 }
 
 /// A read failed.

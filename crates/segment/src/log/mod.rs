@@ -4,7 +4,20 @@
 //! - segments are sorted by start offset and do not overlap; only the last is active;
 //! - `next_offset` is the active segment's `next_offset`, and never exceeds the reservation
 //!   recorded in `partition.state`;
-//! - `synced_size` of the active segment never exceeds its `size_bytes`.
+//! - `synced_size` of the active segment never exceeds its `size_bytes`;
+//! - once [`Refusal`] is set it is never cleared: a quarantined or poisoned log appends
+//!   nothing, never syncs again and never records a clean close, so no offset is handed out
+//!   twice and no failed fdatasync is retried as if it could succeed. Only reopening (after
+//!   a repair or a restart) or a purge, which starts a fresh log, lifts it.
+//!
+//! Failures and what they leave (each append failure before the record is written leaves the
+//! log as it was, so the same batch can be appended again and gets the same offset):
+//! - a refused record write (a full disk) cuts whatever part of it reached the file;
+//! - a refused index write cuts the record again (`append.rs`);
+//! - a refused `partition.state` write leaves the old reservation in force;
+//! - a segment roll that fails creating the next segment's files leaves the sealed segment
+//!   last, and the next append rolls again;
+//! - any failed fdatasync (log, index, state, directory) poisons the log ([`Refusal`]).
 
 mod append;
 mod config;
@@ -17,7 +30,7 @@ mod segment;
 pub use append::Appended;
 pub use config::{Durability, LogConfig};
 pub use error::{AppendError, OpenError, ReadError};
-pub use open::{Cut, RecoveryReport};
+pub use open::{Cut, Damage, RecoveryReport};
 pub use read::{ReadStart, Records};
 pub use retention::{RetentionPolicy, SegmentRef, retention_plan};
 pub use segment::SegmentInfo;
@@ -44,10 +57,35 @@ pub struct PartitionLog<S: Storage> {
     /// Bytes of the active segment covered by its last fdatasync.
     synced_size: u64,
     unsynced_messages: u64,
+    /// Why appends are refused for good, if they are.
+    refusal: Option<Refusal>,
+}
+
+/// Why a log refuses every append (see the module invariants).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Refusal {
+    /// Recovery found damage at `position` of `path` that it may not cut.
+    Quarantined { path: PathBuf, position: u64 },
+    /// An fdatasync of `path` failed.
+    Poisoned { path: PathBuf },
+}
+
+impl Refusal {
+    fn error(&self) -> AppendError {
+        match self {
+            Self::Quarantined { path, position } => AppendError::Quarantined {
+                path: path.clone(),
+                position: *position,
+            },
+            Self::Poisoned { path } => AppendError::Poisoned { path: path.clone() },
+        }
+    }
 }
 
 impl<S: Storage> PartitionLog<S> {
-    /// Opens (creating if needed) the partition in `directory`, recovering it first.
+    /// Opens (creating if needed) the partition in `directory`, recovering it first. Damage
+    /// that recovery may not cut opens the log quarantined (`FORMAT.md` §7): it reads, but
+    /// refuses appends, and nothing on disk changes except `partition.state`.
     pub async fn open(
         storage: S,
         directory: &Path,
@@ -58,27 +96,21 @@ impl<S: Storage> PartitionLog<S> {
             state,
             mut report,
         } = open::recover(&storage, directory).await?;
+        log_recovery(directory, &report);
         let log_next = segments
             .last()
             .map_or(state.next_offset, |segment| segment.next_offset);
-        let next_offset = state.next_offset_after_open(log_next, storage.boot_id());
-        let starts_fresh = segments
-            .last()
-            .is_none_or(|active| active.next_offset != next_offset);
-        if starts_fresh {
-            drop_empty_active(&storage, &mut segments).await?;
-            let active = Segment::create(&storage, directory, next_offset)
-                .await
-                .map_err(|error| OpenError::Io {
-                    operation: "create segment",
-                    path: directory.to_path_buf(),
-                    source: std::io::Error::other(error),
-                })?;
-            if let Some(previous) = segments.last_mut() {
-                previous.indexes = None;
-            }
-            segments.push(active);
-        }
+        let refusal = report.damage.first().map(|damage| Refusal::Quarantined {
+            path: damage.path.clone(),
+            position: damage.position,
+        });
+        let next_offset = if refusal.is_some() {
+            log_next
+        } else {
+            let next_offset = state.next_offset_after_open(log_next, storage.boot_id());
+            start_active(&storage, directory, &mut segments, next_offset).await?;
+            next_offset
+        };
         let path = state_path(directory);
         let state_file = storage
             .open(&path, true)
@@ -98,14 +130,18 @@ impl<S: Storage> PartitionLog<S> {
             reserved_offset: 0,
             synced_size,
             unsynced_messages: 0,
+            refusal,
         };
-        log.reserve(next_offset)
-            .await
-            .map_err(|error| OpenError::Io {
-                operation: "reserve offsets",
-                path: state_path(directory),
-                source: std::io::Error::other(error),
-            })?;
+        let recorded = if log.refusal.is_some() {
+            log.record_quarantine(state.next_offset.max(log_next)).await
+        } else {
+            log.reserve(next_offset).await
+        };
+        recorded.map_err(|error| OpenError::Io {
+            operation: "reserve offsets",
+            path: state_path(directory),
+            source: std::io::Error::other(error),
+        })?;
         report.next_offset = next_offset;
         report.segments = log.segments.len();
         Ok((log, report))
@@ -149,18 +185,25 @@ impl<S: Storage> PartitionLog<S> {
         &self.directory
     }
 
-    /// Makes every appended record durable (fdatasync of the active log).
+    /// Whether the log refuses appends for good: quarantined at open, or poisoned by a
+    /// failed fdatasync.
+    pub fn refuses_appends(&self) -> bool {
+        self.refusal.is_some()
+    }
+
+    /// Makes every appended record durable (fdatasync of the active log). A failure poisons
+    /// the log; a poisoned log fails here without syncing again.
     pub async fn sync(&mut self) -> Result<(), AppendError> {
+        if let Some(refusal @ Refusal::Poisoned { .. }) = &self.refusal {
+            return Err(refusal.error());
+        }
         let size = self.active().size_bytes;
         if self.synced_size == size {
             return Ok(());
         }
-        let active = self.active();
-        active
-            .log
-            .sync_data()
-            .await
-            .map_err(io_error("sync", &active.paths.log, append_io))?;
+        let synced = self.active().log.sync_data().await;
+        let path = self.active().paths.log.clone();
+        self.check_sync(synced, &path).await?;
         self.synced_size = size;
         self.unsynced_messages = 0;
         Ok(())
@@ -172,7 +215,14 @@ impl<S: Storage> PartitionLog<S> {
     }
 
     /// Syncs everything and records a clean close, so the next open needs no reservation.
+    /// A quarantined log closes without either: the unclean state written at open must
+    /// outlive a repair (see [`Self::record_quarantine`]). A poisoned one refuses.
     pub async fn close(mut self) -> Result<(), AppendError> {
+        match &self.refusal {
+            Some(Refusal::Quarantined { .. }) => return Ok(()),
+            Some(refusal @ Refusal::Poisoned { .. }) => return Err(refusal.error()),
+            None => {}
+        }
         self.sync().await?;
         let next_offset = self.next_offset();
         let boot_id = self.storage.boot_id().unwrap_or_default();
@@ -206,6 +256,8 @@ impl<S: Storage> PartitionLog<S> {
         Ok(())
     }
 
+    /// Writes `partition.state` and makes it durable. A refused write leaves the old state
+    /// in force (the caller hands out no offset it would cover); a failed sync poisons.
     async fn write_state(&mut self, state: PartitionState) -> Result<(), AppendError> {
         let path = state_path(&self.directory);
         let (result, _) = self
@@ -213,15 +265,143 @@ impl<S: Storage> PartitionLog<S> {
             .write_all_at(state.encode().to_vec(), 0)
             .await;
         result.map_err(io_error("write", &path, append_io))?;
-        self.state_file
-            .sync_data()
-            .await
-            .map_err(io_error("sync", &path, append_io))?;
-        self.storage
-            .sync_dir(&self.directory)
-            .await
-            .map_err(io_error("sync", &self.directory, append_io))
+        let synced = self.state_file.sync_data().await;
+        self.check_sync(synced, &path).await?;
+        let synced = self.storage.sync_dir(&self.directory).await;
+        let directory = self.directory.clone();
+        self.check_sync(synced, &directory).await
     }
+
+    /// Records a quarantine in `partition.state`: unclean, at `floor` (at or above every
+    /// offset the log held, damaged records included: the old state's offset and the log's
+    /// are), with an unknown boot id. So whenever the partition opens again, repaired or not,
+    /// its next offset is at least `floor`, and no offset past the damage is handed out again.
+    async fn record_quarantine(&mut self, floor: u64) -> Result<(), AppendError> {
+        let state = PartitionState {
+            clean: false,
+            next_offset: floor,
+            boot_id: [0; 16],
+        };
+        self.write_state(state).await?;
+        self.reserved_offset = floor;
+        Ok(())
+    }
+
+    /// Passes a sync's result on; a failure first poisons the log.
+    async fn check_sync(
+        &mut self,
+        synced: std::io::Result<()>,
+        path: &Path,
+    ) -> Result<(), AppendError> {
+        match synced {
+            Ok(()) => Ok(()),
+            Err(source) => {
+                self.poison(path).await;
+                Err(append_io("sync", path.to_path_buf(), source))
+            }
+        }
+    }
+
+    /// Refuses every later append after a failed fdatasync of `path`, and rewrites
+    /// `partition.state` with an unknown boot id: records the kernel lost may have been read
+    /// already, so the next open, even within this boot, must not number offsets densely from
+    /// what the log then holds (§5). That rewrite is best effort; its failure is only logged.
+    async fn poison(&mut self, path: &Path) {
+        if self.refusal.is_some() {
+            return;
+        }
+        log::error!(
+            "partition {}: fdatasync of {} failed; the partition refuses appends until it is \
+             reopened",
+            self.directory.display(),
+            path.display()
+        );
+        self.refusal = Some(Refusal::Poisoned {
+            path: path.to_path_buf(),
+        });
+        let state = PartitionState {
+            clean: false,
+            next_offset: self.reserved_offset,
+            boot_id: [0; 16],
+        };
+        let (written, _) = self
+            .state_file
+            .write_all_at(state.encode().to_vec(), 0)
+            .await;
+        let recorded = match written {
+            Ok(()) => self.state_file.sync_data().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = recorded {
+            log::error!(
+                "partition {}: recording the failed sync in partition.state failed: {error}",
+                self.directory.display()
+            );
+        }
+    }
+}
+
+/// Logs what recovery cut and the damage it kept, one line each.
+fn log_recovery(directory: &Path, report: &RecoveryReport) {
+    for cut in &report.cuts {
+        log::warn!(
+            "partition {}: cut a torn tail of {} bytes from segment {} at byte {} ({:?})",
+            directory.display(),
+            cut.bytes_removed,
+            cut.segment_start,
+            cut.position,
+            cut.reason
+        );
+    }
+    if let Some(damage) = report.damage.first() {
+        log::error!(
+            "partition {}: {} is damaged at byte {} ({:?}); the partition is quarantined: \
+             offsets before the damage stay readable, appends are refused ({} damaged \
+             segment(s); `iggy check` lists them, FORMAT.md §11 says how to repair)",
+            directory.display(),
+            damage.path.display(),
+            damage.position,
+            damage.reason,
+            report.damage.len()
+        );
+    }
+}
+
+/// Readies the active segment to continue at `next_offset`: when the last segment cannot
+/// continue there (it is missing, or offsets skip past it after a crash), it is sealed and a
+/// new one starts at `next_offset`.
+async fn start_active<S: Storage>(
+    storage: &S,
+    directory: &Path,
+    segments: &mut Vec<Segment<S::File>>,
+    next_offset: u64,
+) -> Result<(), OpenError> {
+    let continues = segments
+        .last()
+        .is_some_and(|active| active.next_offset == next_offset);
+    if continues {
+        return Ok(());
+    }
+    drop_empty_active(storage, segments).await?;
+    let wrap = |operation: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |error: AppendError| OpenError::Io {
+            operation,
+            path,
+            source: std::io::Error::other(error),
+        }
+    };
+    if let Some(previous) = segments.last_mut() {
+        // It was scanned as the active segment; sealing makes all of it durable, as every
+        // sealed segment is (recovery treats any stop in a sealed segment as damage).
+        let path = previous.paths.log.clone();
+        previous.seal().await.map_err(wrap("seal", &path))?;
+    }
+    let active = Segment::create(storage, directory, next_offset)
+        .await
+        .map_err(wrap("create segment", directory))?;
+    segments.push(active);
+    Ok(())
 }
 
 /// Removes the files of an empty active segment that cannot continue the log (offsets skip
@@ -254,5 +434,7 @@ async fn drop_empty_active<S: Storage>(
     Ok(())
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;

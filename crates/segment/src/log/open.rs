@@ -1,10 +1,24 @@
 //! Opening a partition: recovery as `FORMAT.md` §7 describes it.
+//!
+//! A scan that stops before the end of a segment's `.log` found either a torn tail, which is
+//! cut, or damage, which is kept and reported ([`RecoveryReport::damage`]) so the log opens
+//! quarantined: readable up to the damage, refusing appends. The rule:
+//! - in a sealed segment every stop is damage: a segment is sealed only after an fdatasync
+//!   of all of it, so no crash can tear it, and cutting would drop synced records and every
+//!   record after the bad one;
+//! - in the active segment a stop is a torn tail when no intact record continuing the log
+//!   starts at any later byte (a crash leaves a prefix of the unsynced writes, §8), and
+//!   damage when one does: cutting there would drop records that were written after the
+//!   bad one, possibly acknowledged. A damaged last record is indistinguishable from a torn
+//!   one and is cut.
 
 use std::path::{Path, PathBuf};
 
+use proto::batch::BATCH_HEADER_SIZE;
+
 use crate::format::index::{IndexEntry, parse_indexes};
 use crate::format::parse_segment_stem;
-use crate::format::scan::{Scan, StopReason, scan, scan_more};
+use crate::format::scan::{Scan, StopReason, intact_record, record_candidate, scan, scan_more};
 use crate::format::state::{PartitionState, RESERVATION_STEP};
 use crate::layout::{SegmentPaths, state_path};
 use crate::storage::{Storage, StorageFile, read_all};
@@ -20,9 +34,20 @@ pub struct RecoveryReport {
     pub rebuilt_indexes: Vec<u64>,
     /// Tails cut from logs.
     pub cuts: Vec<Cut>,
+    /// Damage kept in place; when there is any, the log opened quarantined.
+    pub damage: Vec<Damage>,
     /// The partition was closed cleanly.
     pub clean: bool,
+    /// The offset the next message gets; for a quarantined log, the offset after the last
+    /// readable record of the active segment (no offset is handed out).
     pub next_offset: u64,
+}
+
+impl RecoveryReport {
+    /// Whether the log opened quarantined.
+    pub fn quarantined(&self) -> bool {
+        !self.damage.is_empty()
+    }
 }
 
 /// A damaged tail removed from a segment.
@@ -33,6 +58,20 @@ pub struct Cut {
     pub position: u64,
     pub bytes_removed: u64,
     pub reason: StopReason,
+}
+
+/// A record that failed validation where a torn write cannot explain it; the file is left
+/// as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub segment_start: u64,
+    pub path: PathBuf,
+    /// Where the first invalid record starts: the valid records end here.
+    pub position: u64,
+    pub reason: StopReason,
+    /// Where an intact record after the damage starts (active segments are searched for one;
+    /// sealed ones are damaged whatever follows).
+    pub intact_at: Option<u64>,
 }
 
 pub(crate) struct Recovered<F> {
@@ -127,7 +166,8 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
 }
 
 /// Opens one segment. The active one is always scanned in full; sealed ones are trusted when
-/// their indexes agree with the last record, and scanned otherwise.
+/// their indexes agree with the last record, and scanned otherwise. The indexes of a damaged
+/// segment are left as they are: they may help locate the records past the damage.
 async fn recover_segment<S: Storage>(
     storage: &S,
     directory: &Path,
@@ -146,30 +186,23 @@ async fn recover_segment<S: Storage>(
         (Some(entries), false) => trusted_tail(&log, entries, start_offset, size).await,
         _ => None,
     };
-    let (entries, next_offset, last_timestamp, size_bytes) = if let Some(found) = trusted {
-        found
-    } else {
-        let scanned = scan_file(&log, &paths.log, start_offset, size, SCAN_CHUNK_BYTES).await?;
-        cut_tail(&log, &paths, size, &scanned, report).await?;
-        let entries: Vec<IndexEntry> = scanned.entries().collect();
-        (
-            entries,
-            scanned.next_offset,
-            scanned.last_timestamp,
-            scanned.valid_length,
-        )
+    let damage_before = report.damage.len();
+    let found = match trusted {
+        Some(found) => found,
+        None => recover_scan(&log, &paths, start_offset, size, active, report).await?,
     };
+    let damaged = report.damage.len() > damage_before;
     let mut segment = Segment {
         start_offset,
         paths,
         log,
         indexes: None,
-        entries,
-        size_bytes,
-        next_offset,
-        last_timestamp,
+        entries: found.entries,
+        size_bytes: found.size_bytes,
+        next_offset: found.next_offset,
+        last_timestamp: found.last_timestamp,
     };
-    if stored.as_ref() != Some(&segment.entries) {
+    if !damaged && stored.as_ref() != Some(&segment.entries) {
         segment
             .rewrite_indexes(storage)
             .await
@@ -184,6 +217,51 @@ async fn recover_segment<S: Storage>(
         open_indexes(storage, &mut segment).await?;
     }
     Ok(segment)
+}
+
+/// The valid records of a segment and where they end.
+struct Found {
+    entries: Vec<IndexEntry>,
+    next_offset: u64,
+    last_timestamp: u64,
+    size_bytes: u64,
+}
+
+/// Scans a segment in full; a stop before its end is cut as a torn tail or kept as damage
+/// (module doc).
+async fn recover_scan<F: StorageFile>(
+    log: &F,
+    paths: &SegmentPaths,
+    start_offset: u64,
+    size: u64,
+    active: bool,
+    report: &mut RecoveryReport,
+) -> Result<Found, OpenError> {
+    let scanned = scan_file(log, &paths.log, start_offset, size, SCAN_CHUNK_BYTES).await?;
+    if scanned.valid_length < size {
+        let intact_at = if active {
+            find_intact(log, &paths.log, &scanned, size, SCAN_CHUNK_BYTES).await?
+        } else {
+            None
+        };
+        if active && intact_at.is_none() {
+            cut_tail(log, paths, size, &scanned, report).await?;
+        } else {
+            report.damage.push(Damage {
+                segment_start: start_offset,
+                path: paths.log.clone(),
+                position: scanned.valid_length,
+                reason: scanned.stop.clone(),
+                intact_at,
+            });
+        }
+    }
+    Ok(Found {
+        entries: scanned.entries().collect(),
+        next_offset: scanned.next_offset,
+        last_timestamp: scanned.last_timestamp,
+        size_bytes: scanned.valid_length,
+    })
 }
 
 async fn read_indexes<S: Storage>(storage: &S, paths: &SegmentPaths) -> Option<Vec<IndexEntry>> {
@@ -201,7 +279,7 @@ async fn trusted_tail<F: StorageFile>(
     entries: &[IndexEntry],
     start_offset: u64,
     size: u64,
-) -> Option<(Vec<IndexEntry>, u64, u64, u64)> {
+) -> Option<Found> {
     let last = entries.last()?;
     let position = u64::from(last.position);
     let length = usize::try_from(size.checked_sub(position)?).ok()?;
@@ -213,7 +291,12 @@ async fn trusted_tail<F: StorageFile>(
     let record = scanned.records.first()?;
     let whole = scanned.stop == StopReason::End && scanned.records.len() == 1;
     let matches = record.entry.timestamp == last.timestamp;
-    (whole && matches).then(|| (entries.to_vec(), scanned.next_offset, last.timestamp, size))
+    (whole && matches).then(|| Found {
+        entries: entries.to_vec(),
+        next_offset: scanned.next_offset,
+        last_timestamp: last.timestamp,
+        size_bytes: size,
+    })
 }
 
 /// Bytes read per step when scanning a segment, so recovery never holds a whole segment (up
@@ -249,6 +332,52 @@ pub(crate) async fn scan_file<F: StorageFile>(
         }
     }
     Ok(scanned)
+}
+
+/// Where the first intact record continuing `scanned`'s log starts after its valid prefix,
+/// searching every byte to the end of the file in chunks of `chunk_bytes` (a bad length
+/// field hides where the next record starts). `None` means the rest is a torn tail.
+pub(crate) async fn find_intact<F: StorageFile>(
+    log: &F,
+    path: &Path,
+    scanned: &Scan,
+    size: u64,
+    chunk_bytes: u64,
+) -> Result<Option<u64>, OpenError> {
+    let header = BATCH_HEADER_SIZE as u64;
+    let mut chunk_start = scanned.valid_length + 1;
+    while chunk_start + header <= size {
+        // Each chunk reaches one header past the positions it searches, so a header that
+        // straddles two chunks is seen whole.
+        let searched_end = (chunk_start + chunk_bytes).min(size - header + 1);
+        let length = usize::try_from(searched_end - chunk_start + header - 1).unwrap_or(usize::MAX);
+        let chunk = crate::storage::read_exact_at(log, chunk_start, length)
+            .await
+            .map_err(io("read", path))?;
+        for (index, position) in (chunk_start..searched_end).enumerate() {
+            let Some(record_length) = record_candidate(&chunk[index..], scanned.next_offset) else {
+                continue;
+            };
+            if position + record_length > size {
+                continue;
+            }
+            let record_length = usize::try_from(record_length).unwrap_or(usize::MAX);
+            // A read error ends the search with it: taken for "nothing intact", it would cut.
+            let intact = if let Some(record) = chunk.get(index..index + record_length) {
+                intact_record(record, scanned.next_offset)
+            } else {
+                let record = crate::storage::read_exact_at(log, position, record_length)
+                    .await
+                    .map_err(io("read", path))?;
+                intact_record(&record, scanned.next_offset)
+            };
+            if intact {
+                return Ok(Some(position));
+            }
+        }
+        chunk_start = searched_end;
+    }
+    Ok(None)
 }
 
 /// Truncates the log after its valid prefix and records the cut.

@@ -1,9 +1,12 @@
 //! Reading: from an offset, a timestamp, the first or the last N messages, bounded by a
-//! message count and a byte budget. Every record read from disk is validated in full before
-//! it is returned.
+//! message count and a byte budget. Every record read from disk is validated before it is
+//! returned: its layout and batch checksum always (so the offsets and lengths a read relies
+//! on are the ones written), every message checksum too with
+//! [`LogConfig::validate_checksum`](super::LogConfig). A record that fails is refused with
+//! [`ReadError::Corrupt`], never served.
 
-use proto::Dialect;
-use proto::batch::{BATCH_HEADER_SIZE, Batch, Integrity};
+use proto::batch::{BATCH_HEADER_SIZE, Batch, Integrity, batch_checksum};
+use proto::{DecodeError, DecodeErrorKind, Dialect};
 
 use crate::format::index::{lookup_offset, lookup_time};
 use crate::storage::{Storage, StorageFile};
@@ -56,12 +59,31 @@ impl<S: Storage> PartitionLog<S> {
             .segments
             .partition_point(|segment| segment.next_offset <= from);
         let mut cursor = from;
+        let integrity = if self.config.validate_checksum {
+            Integrity::Full
+        } else {
+            Integrity::LayoutOnly
+        };
         for segment in &self.segments[first_segment..] {
             if records.messages_count >= count || segment.is_empty() {
                 continue;
             }
-            let done = read_segment(segment, &mut cursor, count, max_bytes, &mut records).await?;
-            if done {
+            let want = (count, max_bytes);
+            let read = read_segment(segment, &mut cursor, want, integrity, &mut records).await;
+            if let Err(ReadError::Corrupt {
+                path,
+                position,
+                source,
+            }) = &read
+            {
+                log::error!(
+                    "partition {}: the stored record at byte {position} of {} is invalid \
+                     ({source}); reads of it are refused",
+                    self.directory.display(),
+                    path.display()
+                );
+            }
+            if read? {
                 break;
             }
         }
@@ -96,8 +118,8 @@ impl<S: Storage> PartitionLog<S> {
 async fn read_segment<F: StorageFile>(
     segment: &Segment<F>,
     cursor: &mut u64,
-    count: u32,
-    max_bytes: u64,
+    (count, max_bytes): (u32, u64),
+    integrity: Integrity,
     records: &mut Records,
 ) -> Result<bool, ReadError> {
     let relative = u32::try_from(cursor.saturating_sub(segment.start_offset)).unwrap_or(u32::MAX);
@@ -118,14 +140,8 @@ async fn read_segment<F: StorageFile>(
                 path: segment.paths.log.clone(),
                 source,
             })?;
-        if take_records(
-            segment,
-            chunk,
-            position,
-            cursor,
-            (count, max_bytes),
-            records,
-        )? {
+        let want = (count, max_bytes);
+        if take_records(segment, chunk, (position, integrity), cursor, want, records)? {
             return Ok(true);
         }
         entry = end_entry;
@@ -180,7 +196,7 @@ struct Taken {
 fn take_records<F>(
     segment: &Segment<F>,
     chunk: Vec<u8>,
-    position: u64,
+    (position, integrity): (u64, Integrity),
     cursor: &mut u64,
     want: (u32, u64),
     records: &mut Records,
@@ -195,13 +211,11 @@ fn take_records<F>(
     while !rest.is_empty() {
         let offset = usize::try_from(at).unwrap_or(usize::MAX);
         let (batch, remaining) =
-            Batch::parse_prefix(rest, Dialect::V0_12_2, Integrity::Full, offset).map_err(
-                |source| ReadError::Corrupt {
-                    path: segment.paths.log.clone(),
-                    position: at,
-                    source,
-                },
-            )?;
+            parse_stored(rest, integrity, offset).map_err(|source| ReadError::Corrupt {
+                path: segment.paths.log.clone(),
+                position: at,
+                source,
+            })?;
         let start = to_usize(at - position);
         at += batch.as_bytes().len() as u64;
         rest = remaining;
@@ -212,6 +226,26 @@ fn take_records<F>(
     }
     keep(records, chunk, taken.kept);
     Ok(done)
+}
+
+/// Splits the stored record at the start of `rest` off and validates it: with
+/// `Integrity::Full` completely; with `LayoutOnly` its layout and batch checksum, which covers
+/// the header (offsets, lengths, counts) and every message's checksum but no payload byte.
+fn parse_stored(
+    rest: &[u8],
+    integrity: Integrity,
+    offset: usize,
+) -> Result<(Batch<'_>, &[u8]), DecodeError> {
+    let (batch, remaining) = Batch::parse_prefix(rest, Dialect::V0_12_2, integrity, offset)?;
+    let header = batch.header();
+    if integrity == Integrity::LayoutOnly
+        && batch_checksum(header, batch.frames()) != header.batch_checksum.get()
+    {
+        let field_offset = offset.saturating_add(40);
+        let kind = DecodeErrorKind::BatchChecksum;
+        return Err(DecodeError::new("batch.batch_checksum", field_offset, kind));
+    }
+    Ok((batch, remaining))
 }
 
 /// Moves `chunk` into the empty read when `kept` is all of it, whole and in order; copies

@@ -91,8 +91,17 @@ impl<F: StorageFile> Segment<F> {
         Ok(())
     }
 
+    /// Cuts the log to its valid records (bytes a failed write left behind go).
+    pub(crate) async fn trim(&self) -> Result<(), AppendError> {
+        self.log.set_len(self.size_bytes).await.map_err(io_error(
+            "truncate",
+            &self.paths.log,
+            append_io,
+        ))
+    }
+
     /// Makes the log, then both indexes, durable; closes the indexes (a sealed segment is
-    /// never written again).
+    /// never written again). Every failure is a failed fdatasync.
     pub(crate) async fn seal(&mut self) -> Result<(), AppendError> {
         self.log
             .sync_data()

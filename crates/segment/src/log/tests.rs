@@ -15,7 +15,7 @@ use crate::storage::Storage;
 use crate::storage::memory::{CrashMode, MemoryStorage};
 
 /// Runs a future whose every await completes at once (the memory storage never waits).
-fn run<T>(future: impl Future<Output = T>) -> T {
+pub(super) fn run<T>(future: impl Future<Output = T>) -> T {
     let mut future = pin!(future);
     let mut context = Context::from_waker(Waker::noop());
     match future.as_mut().poll(&mut context) {
@@ -24,11 +24,11 @@ fn run<T>(future: impl Future<Output = T>) -> T {
     }
 }
 
-fn directory() -> PathBuf {
+pub(super) fn directory() -> PathBuf {
     PathBuf::from("/data/streams/0/topics/0/partitions/0")
 }
 
-fn batch(messages: usize, payload: &[u8]) -> Vec<u8> {
+pub(super) fn batch(messages: usize, payload: &[u8]) -> Vec<u8> {
     let outgoing: Vec<_> = (0..messages)
         .map(|index| OutgoingMessage {
             id: index as u128 + 1,
@@ -42,7 +42,7 @@ fn batch(messages: usize, payload: &[u8]) -> Vec<u8> {
     bytes
 }
 
-fn config(segment_size_bytes: u64, durability: Durability) -> LogConfig {
+pub(super) fn config(segment_size_bytes: u64, durability: Durability) -> LogConfig {
     LogConfig {
         segment_size_bytes,
         durability,
@@ -50,14 +50,14 @@ fn config(segment_size_bytes: u64, durability: Durability) -> LogConfig {
     }
 }
 
-fn open(
+pub(super) fn open(
     storage: &MemoryStorage,
     config: LogConfig,
 ) -> (PartitionLog<MemoryStorage>, RecoveryReport) {
     run(PartitionLog::open(storage.clone(), &directory(), config)).unwrap()
 }
 
-fn append(log: &mut PartitionLog<MemoryStorage>, bytes: Vec<u8>, now: u64) -> Appended {
+pub(super) fn append(log: &mut PartitionLog<MemoryStorage>, bytes: Vec<u8>, now: u64) -> Appended {
     let (result, _) = run(log.append(bytes, now));
     let appended = result.unwrap();
     if appended.needs_sync {
@@ -67,7 +67,7 @@ fn append(log: &mut PartitionLog<MemoryStorage>, bytes: Vec<u8>, now: u64) -> Ap
 }
 
 /// Offsets of every message in a read's records.
-fn offsets(records: &Records) -> Vec<u64> {
+pub(super) fn offsets(records: &Records) -> Vec<u64> {
     RecordIter::new(&records.bytes, Dialect::V0_12_2, Integrity::Full, 0)
         .flat_map(|batch| {
             let batch = batch.unwrap();
@@ -183,7 +183,7 @@ fn replicated_appends_survive_a_process_crash() {
     );
 }
 
-fn log_path(start: u64) -> PathBuf {
+pub(super) fn log_path(start: u64) -> PathBuf {
     crate::layout::SegmentPaths::new(&directory(), start).log
 }
 

@@ -1,7 +1,8 @@
 //! Partition task tests on a compio runtime: group commit with concurrent appenders on real
 //! files (fdatasyncs counted by a wrapping storage) and on memory storage, `Replicated`
 //! appends, a failed group sync poisoning the task, reads after appends, offsets, purge,
-//! producer dedupe, segment deletion, and jobs queued behind or sent after a close.
+//! producer dedupe, segment deletion, jobs queued behind or sent after a close, a full disk
+//! refusing an append that is then retried, and a quarantined partition.
 
 use std::cell::Cell;
 use std::io;
@@ -509,5 +510,79 @@ fn delete_segments_keeps_the_active_one_and_updates_the_stats() {
         assert_eq!(left, usize::try_from(after.segments_count).unwrap() - 1);
         assert_eq!(handle.stats().segments_count, 1);
         handle.close(true).await.unwrap();
+    });
+}
+
+#[test]
+fn a_full_disk_refuses_an_append_and_the_same_batch_then_takes_its_offset() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            handle.append(batch(2, None), 1_000, None).await.unwrap();
+        }
+        storage.set_capacity(Some(storage.used_bytes() + 10));
+        let before = handle.stats();
+        let full = handle.append(batch(2, None), 2_000, None).await;
+        let no_space = matches!(&full, Err(PartitionError::Append(AppendError::Io { source, .. }))
+            if source.raw_os_error() == Some(28));
+        assert!(no_space, "{full:?}");
+        assert_eq!(handle.stats(), before, "nothing acknowledged");
+        let read = handle.read(ReadStart::First, 100, 1 << 20).await.unwrap();
+        assert_eq!(read.messages_count, 6, "reads go on");
+        storage.set_capacity(None);
+        let retried = handle.append(batch(2, None), 3_000, None).await.unwrap();
+        assert_eq!(retried.base_offset, 6);
+        let read = handle.read(ReadStart::First, 100, 1 << 20).await.unwrap();
+        assert_eq!((read.messages_count, read.last_offset), (8, Some(7)));
+        handle.close(false).await.unwrap();
+        storage.crash(crate::storage::memory::CrashMode::DropUnsynced);
+        let (log, _) = PartitionLog::open(storage, &directory(), spec.log)
+            .await
+            .unwrap();
+        assert_eq!(log.next_offset(), 8, "each message once, none lost");
+    });
+}
+
+#[test]
+fn a_quarantined_partition_reads_refuses_appends_and_a_purge_starts_it_afresh() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Persisted);
+        let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            handle.append(batch(2, None), 1_000, None).await.unwrap();
+        }
+        handle.close(false).await.unwrap();
+        let log = crate::layout::SegmentPaths::new(&directory(), 0).log;
+        let mut bytes = storage.contents(&log).unwrap();
+        let record = batch(2, None).len();
+        bytes[record + 256 + 48] ^= 0x04;
+        storage.replace(&log, bytes);
+
+        let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+            .await
+            .unwrap();
+        assert!(handle.stats().quarantined);
+        let refused = handle.append(batch(2, None), 2_000, None).await;
+        assert!(
+            matches!(
+                refused,
+                Err(PartitionError::Append(AppendError::Quarantined { .. }))
+            ),
+            "{refused:?}"
+        );
+        let read = handle.read(ReadStart::First, 100, 1 << 20).await.unwrap();
+        assert_eq!(read.messages_count, 2, "up to the damage");
+        handle.purge().await.unwrap();
+        assert!(!handle.stats().quarantined);
+        let fresh = handle.append(batch(2, None), 3_000, None).await.unwrap();
+        assert_eq!(fresh.base_offset, 0, "a purge starts the offsets over");
+        handle.close(false).await.unwrap();
     });
 }

@@ -4,7 +4,9 @@
 //! prefix of it, and [`Faults`] make operations fail on demand. A rename is durable once its
 //! directory is synced; a power loss before that puts back the source and the file it
 //! replaced. [`MemoryStorage::fail_after`] stops all changes after a given number of them,
-//! so a test can crash a multi-step update at every step.
+//! so a test can crash a multi-step update at every step. [`MemoryStorage::set_capacity`]
+//! models a full disk: a write or extension past the capacity stores what fits and fails
+//! with `ENOSPC`, as a short write followed by a failed one does on a real file system.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,7 +56,34 @@ struct State {
     boots: u64,
     /// Changes still allowed before every further one fails (`None`: unlimited).
     operations_left: Option<u64>,
+    /// Live bytes all files together may hold (`None`: unlimited).
+    capacity_bytes: Option<u64>,
 }
+
+impl State {
+    /// Live bytes of every file.
+    fn used_bytes(&self) -> u64 {
+        self.files.values().map(|file| file.live.len() as u64).sum()
+    }
+
+    /// The length `path` may grow to before the capacity is reached.
+    fn length_max(&self, path: &Path) -> usize {
+        let Some(capacity) = self.capacity_bytes else {
+            return usize::MAX;
+        };
+        let own = self.files.get(path).map_or(0, |file| file.live.len());
+        let free = capacity.saturating_sub(self.used_bytes());
+        own.saturating_add(usize::try_from(free).unwrap_or(usize::MAX))
+    }
+}
+
+/// The error a full disk gives.
+fn no_space() -> io::Error {
+    io::Error::from_raw_os_error(ENOSPC)
+}
+
+/// `ENOSPC` on Linux.
+const ENOSPC: i32 = 28;
 
 /// The in-memory storage; clones share one file system.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +117,19 @@ impl MemoryStorage {
     /// point would leave the files; `None` lifts the limit. Follow with [`Self::crash`].
     pub fn fail_after(&self, operations: Option<u64>) {
         self.state.borrow_mut().operations_left = operations;
+    }
+
+    /// Limits the live bytes of all files together (`None` lifts the limit). A write or an
+    /// extension by `set_len` that would pass it stores the bytes that fit (a short write)
+    /// and fails with `ENOSPC`; truncations and removals free space. Lowering the capacity
+    /// below what is stored removes nothing.
+    pub fn set_capacity(&self, capacity_bytes: Option<u64>) {
+        self.state.borrow_mut().capacity_bytes = capacity_bytes;
+    }
+
+    /// Live bytes of all files together.
+    pub fn used_bytes(&self) -> u64 {
+        self.state.borrow().used_bytes()
     }
 
     /// `fdatasync` calls so far, for group-commit tests.
@@ -373,16 +415,26 @@ impl StorageFile for MemoryFile {
         if let Err(error) = allowed {
             return (Err(error), buffer);
         }
+        let length_max = self.storage.state.borrow().length_max(&self.path);
         let result = self.with_file(|file| {
             let start = usize::try_from(position).unwrap_or(usize::MAX);
             let bytes = buffer.as_init();
             let end = start + bytes.len();
-            if file.live.len() < end {
-                file.live.resize(end, 0);
+            // On a full disk only the bytes that fit are stored: a short write.
+            let stored_end = end.min(length_max.max(file.live.len()));
+            if file.live.len() < stored_end {
+                file.live.resize(stored_end, 0);
             }
-            file.live[start..end].copy_from_slice(bytes);
+            if let Some(stored) = stored_end.checked_sub(start) {
+                file.live[start..stored_end].copy_from_slice(&bytes[..stored]);
+            }
+            stored_end == end
         });
-        (result, buffer)
+        match result {
+            Ok(true) => (Ok(()), buffer),
+            Ok(false) => (Err(no_space()), buffer),
+            Err(error) => (Err(error), buffer),
+        }
     }
 
     async fn sync_data(&self) -> io::Result<()> {
@@ -400,7 +452,13 @@ impl StorageFile for MemoryFile {
     async fn set_len(&self, length: u64) -> io::Result<()> {
         self.storage.take_operation()?;
         let length = usize::try_from(length).map_err(io::Error::other)?;
-        self.with_file(|file| file.live.resize(length, 0))
+        let length_max = self.storage.state.borrow().length_max(&self.path);
+        let fits = self.with_file(|file| {
+            let stored = length.min(length_max.max(file.live.len()));
+            file.live.resize(stored, 0);
+            stored == length
+        })?;
+        if fits { Ok(()) } else { Err(no_space()) }
     }
 }
 
@@ -614,5 +672,33 @@ mod tests {
         // A failed sync left nothing durable behind it.
         storage.crash(CrashMode::DropUnsynced);
         assert_eq!(contents(&storage, LOG).unwrap(), b"ab");
+    }
+
+    #[test]
+    fn a_full_disk_stores_what_fits_and_fails_with_enospc() {
+        let storage = storage_with(b"abc", b"");
+        let mut other = open(&storage, "/partition/1.log");
+        write(&mut other, b"xy", 0);
+        storage.set_capacity(Some(8));
+        let mut file = open(&storage, LOG);
+        write(&mut file, b"ABC", 0);
+        let (result, returned) = block_on_ready(file.write_all_at(b"defgh".to_vec(), 3));
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(28));
+        assert_eq!(returned, b"defgh", "the buffer comes back");
+        assert_eq!(contents(&storage, LOG).unwrap(), b"ABCdef", "a short write");
+        assert_eq!(storage.used_bytes(), 8);
+        let error = block_on_ready(file.set_len(7)).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(28));
+        block_on_ready(file.set_len(4)).unwrap();
+        block_on_ready(storage.remove_file(Path::new("/partition/1.log"))).unwrap();
+        write(&mut file, b"defg", 3);
+        assert_eq!(
+            contents(&storage, LOG).unwrap(),
+            b"ABCdefg",
+            "freed space is usable"
+        );
+        storage.set_capacity(None);
+        write(&mut file, &[7; 64], 7);
+        assert_eq!(storage.used_bytes(), 71);
     }
 }

@@ -168,6 +168,8 @@ pub struct DataPlane<S: Storage = CompioStorage> {
     groups: RefCell<BTreeMap<GroupKey, GroupRuntime>>,
     /// Round-robin cursor per (stream, topic) for `Partitioning::Balanced`.
     balanced: RefCell<BTreeMap<(u32, u32), u32>>,
+    /// Reads verify every message checksum (`[system.partition] validate_checksum`).
+    validate_checksum: bool,
 }
 
 impl DataPlane<CompioStorage> {
@@ -200,7 +202,16 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             partitions: RefCell::new(BTreeMap::new()),
             groups: RefCell::new(BTreeMap::new()),
             balanced: RefCell::new(BTreeMap::new()),
+            // The server's default (`[system.partition] validate_checksum = true`).
+            validate_checksum: true,
         }
+    }
+
+    /// The same data plane, opening partitions whose reads verify every message checksum
+    /// when `validate_checksum` is set.
+    pub fn with_validate_checksum(mut self, validate_checksum: bool) -> Self {
+        self.validate_checksum = validate_checksum;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -310,6 +321,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     pub fn partition_stats(&self, key: PartitionKey) -> Option<PartitionStats> {
         self.partition(key).map(|handle| handle.stats())
+    }
+
+    /// The open partitions that refuse appends (damage found at open, or a failed fsync),
+    /// every shard's, in key order.
+    pub fn quarantined(&self) -> Vec<PartitionKey> {
+        let mut keys: Vec<PartitionKey> = self
+            .matching(None, None)
+            .into_iter()
+            .filter(|(_, handle)| handle.stats().quarantined)
+            .map(|(key, _)| key)
+            .collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// Sums over the partitions matching `stream_id` / `topic_id` (`None` = any).
@@ -561,6 +585,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 durability: settings.durability,
                 messages_required_to_save: settings.messages_required_to_save,
                 size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
+                validate_checksum: self.validate_checksum,
             },
             offsets_durability: settings.consumer_offset_durability,
         }

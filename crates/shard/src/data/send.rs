@@ -6,6 +6,7 @@ use proto::ErrorCode;
 use proto::batch::Producer;
 use proto::commands::messages::{Confirmation, SendConfirmations, SendMessages};
 use proto::primitives::Partitioning;
+use segment::log::{AppendError, ReadError};
 use segment::storage::Storage;
 
 use super::resolve::resolve_topic;
@@ -101,8 +102,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
 impl DataError {
     /// The status a client should see: the producer refusal codes of §5.5 as they are, a
-    /// quarantined partition as `4010`, too many offsets as `3024`, everything else (I/O, a
-    /// full disk) as the generic `1 Error`.
+    /// quarantined partition as `4010`, a stored record that fails its checksums as `4011`,
+    /// too many offsets as `3024`, everything else (I/O, a full disk) as the generic
+    /// `1 Error`.
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::Partition {
@@ -110,18 +112,28 @@ impl DataError {
                 ..
             } => *code,
             Self::Partition {
-                source: PartitionError::Append(segment::log::AppendError::Invalid(_)),
+                source: PartitionError::Append(AppendError::Invalid(_)),
                 ..
             } => ErrorCode::InvalidCommand,
             Self::Partition {
                 source: PartitionError::OffsetsLimit,
                 ..
             } => ErrorCode::TooManyConsumerOffsets,
-            // The partition is quarantined (a failed sync): not worth a blind retry.
+            // The partition is quarantined (damage found at open, or a failed sync): not
+            // worth a blind retry.
             Self::Partition {
-                source: PartitionError::Sync(_) | PartitionError::Poisoned(_),
+                source:
+                    PartitionError::Sync(_)
+                    | PartitionError::Poisoned(_)
+                    | PartitionError::Append(
+                        AppendError::Quarantined { .. } | AppendError::Poisoned { .. },
+                    ),
                 ..
             } => ErrorCode::CannotAppendMessage,
+            Self::Partition {
+                source: PartitionError::Read(ReadError::Corrupt { .. }),
+                ..
+            } => ErrorCode::CannotReadMessage,
             _ => ErrorCode::Error,
         }
     }

@@ -349,6 +349,109 @@ fn group_polls_check_membership_and_ownership() {
     });
 }
 
+/// Sends a batch of `count` messages to partition `partition_id`.
+async fn send_to<S: Storage + Clone + 'static>(
+    plane: &DataPlane<S>,
+    meta: &Metadata,
+    partition_id: u32,
+    count: usize,
+) -> Result<u64, DataError> {
+    let bytes = batch(count, None);
+    let request = send_request(&bytes, Partitioning::PartitionId(partition_id));
+    let plan = plane.plan_send(meta, &request, 0).unwrap();
+    let confirmed = plane.send(&plan, bytes.clone(), 1).await?;
+    Ok(confirmed.0[0].base_offset)
+}
+
+async fn poll_all<S: Storage + Clone + 'static>(
+    plane: &DataPlane<S>,
+    meta: &Metadata,
+    partition_id: u32,
+) -> u32 {
+    let selector = poll_selector(ConsumerKind::Consumer, Some(partition_id), 100);
+    let plan = plane.plan_poll(meta, &request(&selector, 1)).unwrap();
+    plane.poll(&plan).await.unwrap().records.messages_count
+}
+
+#[test]
+fn a_quarantined_partition_refuses_sends_while_its_sibling_serves() {
+    let root = std::env::temp_dir().join(format!("shard-data-quarantine-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let meta = metadata(2, &[]);
+    let open = || {
+        let storage = CompioStorage::new();
+        DataPlane::with_storage(storage, root.clone(), GroupConfig::default())
+    };
+    runtime().block_on(async {
+        let plane = open();
+        plane.open_all(&meta).await.unwrap();
+        for partition_id in [0, 1] {
+            for _ in 0..3 {
+                send_to(&plane, &meta, partition_id, 2).await.unwrap();
+            }
+        }
+        plane.close().await.unwrap();
+    });
+    // A payload byte of partition 0's second record goes bad while the server is down.
+    let directory = partition_directory(&root, 0, 0, 0);
+    let log = segment::layout::SegmentPaths::new(&directory, 0).log;
+    let mut bytes = std::fs::read(&log).unwrap();
+    let record = batch(2, None).len();
+    bytes[record + 256 + 48] ^= 0x01;
+    std::fs::write(&log, &bytes).unwrap();
+    runtime().block_on(async {
+        let plane = open();
+        plane.open_all(&meta).await.unwrap();
+        assert_eq!(plane.quarantined(), [key(0)]);
+        let refused = send_to(&plane, &meta, 0, 1).await.unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::CannotAppendMessage, "{refused}");
+        assert_eq!(
+            poll_all(&plane, &meta, 0).await,
+            2,
+            "the record before the damage"
+        );
+        assert_eq!(send_to(&plane, &meta, 1, 2).await.unwrap(), 6);
+        assert_eq!(poll_all(&plane, &meta, 1).await, 8);
+        plane.close().await.unwrap();
+    });
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "the damaged file is kept"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn a_stored_record_that_fails_its_checksums_is_refused_when_validate_checksum_is_on() {
+    for validate_checksum in [true, false] {
+        let storage = MemoryStorage::new();
+        runtime().block_on(async {
+            let plane = plane(&storage).with_validate_checksum(validate_checksum);
+            let meta = metadata(1, &[]);
+            plane.open_all(&meta).await.unwrap();
+            send_to(&plane, &meta, 0, 2).await.unwrap();
+            let directory = partition_directory(Path::new("/data"), 0, 0, 0);
+            let log = segment::layout::SegmentPaths::new(&directory, 0).log;
+            let mut bytes = storage.contents(&log).unwrap();
+            bytes[256 + 48] ^= 0x01;
+            storage.replace(&log, bytes);
+            let selector = poll_selector(ConsumerKind::Consumer, Some(0), 100);
+            let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
+            match plane.poll(&plan).await {
+                Ok(polled) => {
+                    assert!(!validate_checksum, "served though checked");
+                    assert_eq!(polled.records.messages_count, 2);
+                }
+                Err(error) => {
+                    assert!(validate_checksum, "refused though unchecked: {error}");
+                    assert_eq!(error.code(), ErrorCode::CannotReadMessage);
+                }
+            }
+        });
+    }
+}
+
 fn key(partition_id: u32) -> PartitionKey {
     PartitionKey {
         stream_id: 0,

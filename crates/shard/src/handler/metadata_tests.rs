@@ -55,6 +55,7 @@ fn fixture() -> Fixture {
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),
         groups: crate::data::GroupConfig::default(),
+        validate_checksum: false,
     };
     let server = Server::new(info, Metadata::default(), root.clone());
     Fixture { server, root }

@@ -54,11 +54,20 @@
 //!
 //! # Failures
 //!
-//! After a failed append write or sync the journal refuses further appends (the file's
-//! state is unknown, and a retried `fsync` can report success over lost pages). A compaction
-//! that fails before the journal's rename leaves valid files behind: it is logged and tried
-//! again after another [`CompactionLimits::ops`] ops. One that fails after the rename leaves
-//! the open handle on what may no longer be the journal, so the journal closes.
+//! A refused append write (a full disk, say) leaves the file's tail unknown: part of the
+//! entry may be there. The journal cuts the file back to its last intact entry and syncs it;
+//! once that sync succeeds the file holds exactly the acknowledged ops (every one of them
+//! was synced before, so the sync covers only the cut), the op is refused and later appends
+//! go on, so a metadata change refused on a full disk succeeds once space is freed. If the
+//! cut or its sync fails, or an append's own sync fails, the journal refuses every further
+//! append: after a failed `fsync` a retried one can report success over lost pages, so only
+//! a restart, which reads the file again, reopens it. Either way the op is not applied and
+//! reads of the metadata go on.
+//!
+//! A compaction that fails before the journal's rename leaves valid files behind: it is
+//! logged and tried again after another [`CompactionLimits::ops`] ops. One that fails after
+//! the rename leaves the open handle on what may no longer be the journal, so the journal
+//! closes.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -266,17 +275,24 @@ impl<S: Storage + Clone> Journal<S> {
         let entry = encode_entry(op)?;
         let entry_bytes = u64::try_from(entry.len()).unwrap_or(u64::MAX);
         let (written, _entry) = self.file.write_all_at(entry, self.length_bytes).await;
-        let synced = match written {
-            Ok(()) => self.file.sync_data().await,
-            Err(error) => Err(error),
-        };
-        if let Err(source) = synced {
-            self.failed = true;
+        if let Err(source) = written {
+            // See "Failures" in the module doc: the op is refused either way.
+            self.failed = self.cut_refused_entry().await.is_err();
             return Err(io_error("append to", &self.path)(source));
+        }
+        if let Err(source) = self.file.sync_data().await {
+            self.failed = true;
+            return Err(io_error("sync", &self.path)(source));
         }
         self.length_bytes = self.length_bytes.saturating_add(entry_bytes);
         self.ops = self.ops.saturating_add(1);
         Ok(())
+    }
+
+    /// Cuts whatever part of a refused entry reached the file, and syncs the cut.
+    async fn cut_refused_entry(&mut self) -> io::Result<()> {
+        self.file.set_len(self.length_bytes).await?;
+        self.file.sync_data().await
     }
 
     fn compaction_due(&self) -> bool {

@@ -232,6 +232,65 @@ fn a_failed_sync_closes_the_journal() {
     ));
 }
 
+#[test]
+fn an_append_refused_by_a_full_disk_leaves_the_journal_open() {
+    let storage = MemoryStorage::new();
+    let (mut journal, mut metadata) = open(&storage).unwrap();
+    let ops = valid_ops(3);
+    append_all(&mut journal, &mut metadata, &ops[..1]);
+    let length = journal.length_bytes();
+    // Room for part of the entry only: a short write.
+    storage.set_capacity(Some(storage.used_bytes() + 5));
+    let mut after = metadata.clone();
+    after.apply(&ops[1]).unwrap();
+    let refused = ready(journal.append(&ops[1], &after)).unwrap_err();
+    let JournalError::Io { source, .. } = &refused else {
+        panic!("{refused}");
+    };
+    assert_eq!(source.raw_os_error(), Some(28), "{refused}");
+    assert_eq!(journal.length_bytes(), length);
+    let stored = storage.contents(&journal_path()).unwrap();
+    assert_eq!(
+        stored.len() as u64,
+        length,
+        "the part that was written is cut"
+    );
+    // Still full: refused again, cleanly.
+    assert!(matches!(
+        ready(journal.append(&ops[1], &after)),
+        Err(JournalError::Io { .. })
+    ));
+    storage.set_capacity(None);
+    append_all(&mut journal, &mut metadata, &ops[1..]);
+    for mode in [CrashMode::ProcessOnly, CrashMode::DropUnsynced] {
+        storage.crash(mode);
+        let (_journal, rebuilt) = open(&storage).unwrap();
+        assert_eq!(rebuilt, state_after(&ops), "each op once, {mode:?}");
+    }
+}
+
+#[test]
+fn a_failed_cut_after_a_refused_write_closes_the_journal() {
+    let storage = MemoryStorage::new();
+    let (mut journal, metadata) = open(&storage).unwrap();
+    storage.set_faults(Faults {
+        write_errors: 1,
+        sync_errors: 1,
+        ..Faults::default()
+    });
+    let op = &sample_ops()[0];
+    let mut after = metadata.clone();
+    after.apply(op).unwrap();
+    assert!(matches!(
+        ready(journal.append(op, &after)),
+        Err(JournalError::Io { .. })
+    ));
+    assert!(matches!(
+        ready(journal.append(op, &after)),
+        Err(JournalError::Failed { .. })
+    ));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

@@ -44,6 +44,7 @@ fn server() -> Server {
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),
         groups: crate::data::GroupConfig::default(),
+        validate_checksum: false,
     };
     let root = std::env::temp_dir().join("shard-server-tests-unused");
     let server = Server::new(info, Metadata::default(), root);

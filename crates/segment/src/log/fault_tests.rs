@@ -1,0 +1,563 @@
+//! Log tests of damage and faults on the in-memory storage: damaged records in sealed and
+//! active segments quarantine the log (nothing cut, reads before the damage work, appends
+//! refused, offsets never reused after a repair), torn tails are still cut, a full disk or a
+//! failure at any step of a roll leaves an append retryable at the same offset or poisons
+//! the log, and reads verify message checksums when `validate_checksum` is on.
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+use super::tests::{append, batch, config, directory, log_path, offsets, open, run};
+use super::*;
+use crate::format::scan::StopReason;
+use crate::format::state::PartitionState;
+use crate::layout::{SegmentPaths, state_path};
+use crate::storage::Storage;
+use crate::storage::memory::{CrashMode, Faults, MemoryStorage};
+
+/// Bytes of one test record: `batch(2, PAYLOAD)`.
+const PAYLOAD: &[u8] = b"payload";
+const RECORD_BYTES: usize = 256 + 2 * (48 + PAYLOAD.len());
+/// Segments of three records: the third takes a segment past this size.
+const SEGMENT_BYTES: u64 = 1_000;
+
+/// Twelve records of two messages (offsets 0..24) in segments 0, 6, 12 and 18 (active),
+/// closed cleanly.
+fn four_segments(storage: &MemoryStorage) {
+    let (mut log, _) = open(storage, config(SEGMENT_BYTES, Durability::Persisted));
+    for round in 0..12 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    run(log.close()).unwrap();
+}
+
+/// The bytes of a segment's `.log` with `mask` applied to the byte at `position`.
+fn flipped(storage: &MemoryStorage, start: u64, position: usize, mask: u8) -> Vec<u8> {
+    let mut bytes = storage.contents(&log_path(start)).unwrap();
+    bytes[position] ^= mask;
+    storage.replace(&log_path(start), bytes.clone());
+    bytes
+}
+
+fn remove_indexes(storage: &MemoryStorage, start: u64) {
+    let paths = SegmentPaths::new(&directory(), start);
+    for path in [paths.index, paths.time_index] {
+        if run(storage.exists(&path)) {
+            run(storage.remove_file(&path)).unwrap();
+        }
+    }
+}
+
+/// A byte of the first message's payload of the record starting at `record`.
+fn payload_byte(record: usize) -> usize {
+    record + 256 + 48 + 2
+}
+
+fn state(storage: &MemoryStorage) -> PartitionState {
+    let bytes = storage.contents(&state_path(&directory())).unwrap();
+    PartitionState::decode(&bytes).unwrap()
+}
+
+fn all(log: &PartitionLog<MemoryStorage>) -> Vec<u64> {
+    offsets(&run(log.read(ReadStart::First, 10_000, u64::MAX)).unwrap())
+}
+
+fn refused(log: &mut PartitionLog<MemoryStorage>) -> AppendError {
+    let (result, _) = run(log.append(batch(2, PAYLOAD), 99));
+    result.unwrap_err()
+}
+
+#[test]
+fn a_damaged_record_in_a_sealed_segment_quarantines_the_log() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    let bytes = flipped(&storage, 0, payload_byte(RECORD_BYTES), 0x01);
+    // Without indexes the segment is scanned, as after a lost index.
+    remove_indexes(&storage, 0);
+    let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(report.quarantined() && log.refuses_appends());
+    assert!(report.cuts.is_empty());
+    let damage = &report.damage[0];
+    assert_eq!(
+        (damage.segment_start, &damage.path, damage.position),
+        (0, &log_path(0), RECORD_BYTES as u64)
+    );
+    assert!(matches!(damage.reason, StopReason::Invalid(_)));
+    assert_eq!(damage.intact_at, None, "sealed segments are not searched");
+
+    let readable: Vec<u64> = [0, 1].into_iter().chain(6..24).collect();
+    assert_eq!(all(&log), readable, "before the damage and later segments");
+    let skipped = run(log.read(ReadStart::Offset(3), 2, u64::MAX)).unwrap();
+    assert_eq!(offsets(&skipped), [6, 7], "the damaged offsets are a gap");
+    let error = refused(&mut log);
+    assert!(
+        matches!(&error, AppendError::Quarantined { path, position }
+            if *path == log_path(0) && *position == RECORD_BYTES as u64),
+        "{error}"
+    );
+    assert_eq!(log.next_offset(), 24);
+    assert_eq!(
+        storage.contents(&log_path(0)).unwrap(),
+        bytes,
+        "nothing cut"
+    );
+    assert!(!run(
+        storage.exists(&SegmentPaths::new(&directory(), 0).index)
+    ));
+    run(log.close()).unwrap();
+
+    let reopened = PartitionState {
+        clean: false,
+        next_offset: 24,
+        boot_id: [0; 16],
+    };
+    assert_eq!(
+        state(&storage),
+        reopened,
+        "unclean, boot unknown: offsets stay above 24"
+    );
+    let (_, again) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert_eq!(
+        again.damage, report.damage,
+        "still quarantined after a restart"
+    );
+
+    // The repair of FORMAT.md §11: cut at the damage, delete the indexes.
+    storage.replace(&log_path(0), bytes[..RECORD_BYTES].to_vec());
+    let (mut log, repaired) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(!repaired.quarantined() && repaired.rebuilt_indexes.contains(&0));
+    assert_eq!(append(&mut log, batch(2, PAYLOAD), 50).base_offset, 24);
+}
+
+#[test]
+fn a_damaged_last_record_of_a_sealed_segment_fails_the_cheap_check() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    let last = 2 * RECORD_BYTES;
+    let bytes = flipped(&storage, 6, payload_byte(last), 0x40);
+    let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert_eq!(report.damage.len(), 1);
+    assert_eq!(
+        (report.damage[0].segment_start, report.damage[0].position),
+        (6, last as u64)
+    );
+    let readable: Vec<u64> = (0..10).chain(12..24).collect();
+    assert_eq!(all(&log), readable);
+    assert!(matches!(refused(&mut log), AppendError::Quarantined { .. }));
+    assert_eq!(storage.contents(&log_path(6)).unwrap(), bytes);
+}
+
+/// A change made to a `.log`'s bytes.
+type Edit = fn(&mut Vec<u8>);
+
+/// One segment of three records (offsets 0..6) whose `.log` is then replaced by `bytes`
+/// as `edit` makes them.
+fn active_with(storage: &MemoryStorage, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let (mut log, _) = open(storage, config(1 << 20, Durability::Persisted));
+    for round in 0..3 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    drop(log);
+    let mut bytes = storage.contents(&log_path(0)).unwrap();
+    edit(&mut bytes);
+    storage.replace(&log_path(0), bytes.clone());
+    bytes
+}
+
+#[test]
+fn a_damaged_record_followed_by_intact_ones_quarantines_the_active_segment() {
+    let middle = RECORD_BYTES;
+    let edits: [(&str, Edit); 3] = [
+        ("payload", |bytes| bytes[payload_byte(RECORD_BYTES)] ^= 0x08),
+        ("length too long", |bytes| bytes[RECORD_BYTES + 33] ^= 0x10),
+        ("length too short", |bytes| bytes[RECORD_BYTES + 32] ^= 0x80),
+    ];
+    for (name, edit) in edits {
+        let storage = MemoryStorage::new();
+        let bytes = active_with(&storage, edit);
+        let (mut log, report) = open(&storage, config(1 << 20, Durability::Persisted));
+        assert!(report.cuts.is_empty(), "{name}");
+        let damage = &report.damage[0];
+        assert_eq!(damage.position, middle as u64, "{name}");
+        assert_eq!(damage.intact_at, Some(2 * middle as u64), "{name}");
+        assert_eq!(all(&log), [0, 1], "{name}");
+        assert!(
+            matches!(refused(&mut log), AppendError::Quarantined { .. }),
+            "{name}"
+        );
+        assert_eq!(storage.contents(&log_path(0)).unwrap(), bytes, "{name}");
+        assert_eq!(log.segments().count(), 1, "no segment is started: {name}");
+        run(log.close()).unwrap();
+        // Repaired by a cut at the damage within the same boot: offsets 2..6 existed, so
+        // the next one is above them, not dense after the cut.
+        storage.replace(&log_path(0), bytes[..middle].to_vec());
+        let (mut log, repaired) = open(&storage, config(1 << 20, Durability::Persisted));
+        assert!(!repaired.quarantined(), "{name}");
+        let next = append(&mut log, batch(2, PAYLOAD), 30).base_offset;
+        assert!(next >= 6, "{name}: offset {next} handed out again");
+    }
+}
+
+#[test]
+fn the_search_for_an_intact_record_agrees_at_every_chunk_size() {
+    let storage = MemoryStorage::new();
+    let mut bytes = active_with(&storage, |bytes| bytes[RECORD_BYTES + 32] ^= 0x80);
+    bytes.extend_from_slice(&[0; 300]);
+    let path = log_path(0);
+    storage.replace(&path, bytes.clone());
+    let file = run(storage.open(&path, false)).unwrap();
+    let size = bytes.len() as u64;
+    let scanned = run(open::scan_file(&file, &path, 0, size, 1 << 20)).unwrap();
+    assert_eq!(scanned.valid_length, RECORD_BYTES as u64);
+    for chunk in [1, 7, 255, 256, 257, 400, 1 << 20] {
+        let found = run(open::find_intact(&file, &path, &scanned, size, chunk)).unwrap();
+        assert_eq!(found, Some(2 * RECORD_BYTES as u64), "chunk {chunk}");
+    }
+    // Only a record continuing the log counts: not the one before the damage, nor one
+    // whose offsets are below where the valid records end.
+    let mut later = scanned.clone();
+    later.next_offset = 5;
+    let found = run(open::find_intact(&file, &path, &later, size, 64)).unwrap();
+    assert_eq!(found, None);
+}
+
+#[test]
+fn a_torn_tail_of_the_active_segment_is_cut_and_appends_go_on() {
+    let tails: [(&str, Edit); 3] = [
+        ("incomplete", |bytes| bytes.truncate(2 * RECORD_BYTES + 100)),
+        ("zero-filled", |bytes| {
+            bytes.truncate(2 * RECORD_BYTES + 40);
+            bytes.resize(3 * RECORD_BYTES + 500, 0);
+        }),
+        ("invalid to the end", |bytes| {
+            bytes[payload_byte(2 * RECORD_BYTES)] ^= 0x02;
+        }),
+    ];
+    for (name, edit) in tails {
+        let storage = MemoryStorage::new();
+        let bytes = active_with(&storage, edit);
+        let (mut log, report) = open(&storage, config(1 << 20, Durability::Persisted));
+        assert!(!report.quarantined(), "{name}");
+        let cut = &report.cuts[0];
+        assert_eq!(cut.position, 2 * RECORD_BYTES as u64, "{name}");
+        assert_eq!(cut.bytes_removed, (bytes.len() - 2 * RECORD_BYTES) as u64);
+        let appended = append(&mut log, batch(2, PAYLOAD), 20);
+        assert_eq!(
+            appended.base_offset, 4,
+            "a crash of this boot keeps offsets dense"
+        );
+        assert_eq!(all(&log), [0, 1, 2, 3, 4, 5], "{name}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever byte of a sealed segment is damaged, and however the log was left, no
+    /// offset acknowledged before is handed out again: neither while the damage is there
+    /// nor after the repair of FORMAT.md §11, nor after a power loss following it.
+    #[test]
+    fn a_flipped_byte_in_a_sealed_segment_never_reuses_an_acknowledged_offset(
+        segment in 0_usize..3,
+        pick in any::<Index>(),
+        mask in 1_u8..=255,
+        drop_indexes in any::<bool>(),
+        ending in 0_u8..3,
+    ) {
+        let storage = MemoryStorage::new();
+        let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        for round in 0..12 {
+            append(&mut log, batch(2, PAYLOAD), 10 + round);
+        }
+        let acknowledged_max = 23;
+        match ending {
+            0 => run(log.close()).unwrap(),
+            1 => {
+                drop(log);
+                storage.crash(CrashMode::ProcessOnly);
+            }
+            _ => {
+                drop(log);
+                storage.crash(CrashMode::DropUnsynced);
+            }
+        }
+        let start = [0, 6, 12][segment];
+        let length = storage.contents(&log_path(start)).unwrap().len();
+        let bytes = flipped(&storage, start, pick.index(length), mask);
+        if drop_indexes {
+            remove_indexes(&storage, start);
+        }
+        let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        if let Some(damage) = report.damage.first() {
+            let quarantined = matches!(refused(&mut log), AppendError::Quarantined { .. });
+            prop_assert!(quarantined);
+            prop_assert_eq!(&storage.contents(&log_path(start)).unwrap(), &bytes);
+            run(log.close()).unwrap();
+            let position = usize::try_from(damage.position).unwrap();
+            storage.replace(&log_path(start), bytes[..position].to_vec());
+            remove_indexes(&storage, start);
+            log = open(&storage, config(SEGMENT_BYTES, Durability::Persisted)).0;
+            prop_assert!(!log.refuses_appends());
+        }
+        let next = append(&mut log, batch(2, PAYLOAD), 50).base_offset;
+        prop_assert!(next > acknowledged_max, "offset {} handed out again", next);
+        drop(log);
+        storage.crash(CrashMode::DropUnsynced);
+        let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        let after = append(&mut log, batch(2, PAYLOAD), 60).base_offset;
+        prop_assert!(after > next + 1, "offset {} handed out again", after);
+        let tail = run(log.read(ReadStart::Offset(next), 100, u64::MAX)).unwrap();
+        prop_assert_eq!(offsets(&tail), vec![next, next + 1, after, after + 1]);
+    }
+}
+
+fn is_no_space(error: &AppendError) -> bool {
+    matches!(error, AppendError::Io { source, .. } if source.raw_os_error() == Some(28))
+}
+
+/// Offsets 0..6 in one segment, then the disk is left `slack` bytes.
+fn nearly_full(durability: Durability, slack: u64) -> (MemoryStorage, PartitionLog<MemoryStorage>) {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(1 << 20, durability));
+    for round in 0..3 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    storage.set_capacity(Some(storage.used_bytes() + slack));
+    (storage, log)
+}
+
+/// Every offset in the log, checked dense from 0 with each message once.
+fn check_dense(log: &PartitionLog<MemoryStorage>, end: u64) {
+    let found = all(log);
+    assert_eq!(found, (0..end).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_full_disk_refuses_an_append_cleanly_and_the_retry_takes_its_offset() {
+    // A record writes 366 log bytes, 8 index bytes and 12 time-index bytes: the disk fills
+    // at every byte of the three writes.
+    let needed = RECORD_BYTES as u64 + 8 + 12;
+    for durability in [Durability::Replicated, Durability::Persisted] {
+        for slack in 0..=needed {
+            let (storage, mut log) = nearly_full(durability, slack);
+            let (result, _) = run(log.append(batch(2, PAYLOAD), 20));
+            match result {
+                Ok(appended) => {
+                    assert_eq!((slack, appended.base_offset), (needed, 6));
+                    if appended.needs_sync {
+                        run(log.sync()).unwrap();
+                    }
+                }
+                Err(error) => {
+                    assert!(is_no_space(&error), "slack {slack}: {error}");
+                    assert!(!log.refuses_appends());
+                    assert_eq!(log.next_offset(), 6, "nothing acknowledged");
+                    check_dense(&log, 6);
+                    let length = storage.contents(&log_path(0)).unwrap().len();
+                    assert_eq!(length, 3 * RECORD_BYTES, "no part of the record stays");
+                    storage.set_capacity(None);
+                    let retried = append(&mut log, batch(2, PAYLOAD), 21);
+                    assert_eq!(retried.base_offset, 6, "slack {slack}");
+                }
+            }
+            check_dense(&log, 8);
+            drop(log);
+            storage.crash(CrashMode::ProcessOnly);
+            let (log, _) = open(&storage, config(1 << 20, durability));
+            check_dense(&log, 8);
+            drop(log);
+            storage.crash(CrashMode::DropUnsynced);
+            let (log, _) = open(&storage, config(1 << 20, durability));
+            let kept = all(&log);
+            if durability == Durability::Persisted {
+                assert_eq!(kept, (0..8).collect::<Vec<_>>(), "slack {slack}");
+            } else {
+                assert_eq!(kept, (0..kept.len() as u64).collect::<Vec<_>>());
+            }
+        }
+    }
+}
+
+#[test]
+fn freeing_space_by_deleting_a_segment_lets_appends_go_on() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    for round in 0..6 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    storage.set_capacity(Some(storage.used_bytes()));
+    let error = refused(&mut log);
+    assert!(is_no_space(&error), "{error}");
+    assert_eq!(log.next_offset(), 12);
+    assert!(run(log.delete_segment(0)).unwrap());
+    assert_eq!(append(&mut log, batch(2, PAYLOAD), 30).base_offset, 12);
+    assert_eq!(all(&log), (6..14).collect::<Vec<_>>());
+}
+
+#[test]
+fn bytes_a_failed_write_left_behind_are_trimmed_before_a_seal() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    for round in 0..2 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    // A short write of a large record whose cut then fails too.
+    storage.set_capacity(Some(storage.used_bytes() + 600));
+    storage.fail_after(Some(1));
+    let (result, _) = run(log.append(batch(1, &[7; 2_000]), 20));
+    assert!(result.is_err());
+    storage.fail_after(None);
+    storage.set_capacity(None);
+    let garbage_end = 2 * RECORD_BYTES + 600;
+    assert_eq!(storage.contents(&log_path(0)).unwrap().len(), garbage_end);
+    // A smaller record overwrites only the start of what was left.
+    append(&mut log, batch(2, PAYLOAD), 21);
+    append(&mut log, batch(2, PAYLOAD), 22);
+    assert_eq!(log.segments().count(), 2, "rolled");
+    let sealed = storage.contents(&log_path(0)).unwrap();
+    assert_eq!(sealed.len(), 3 * RECORD_BYTES, "trimmed to its records");
+    run(log.close()).unwrap();
+    let (log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(!report.quarantined());
+    check_dense(&log, 8);
+}
+
+#[test]
+fn an_append_stopped_at_any_step_of_a_roll_is_retryable_or_poisons() {
+    let mut poisoned = 0;
+    for allowed in 0..16 {
+        let storage = MemoryStorage::new();
+        let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        for round in 0..3 {
+            append(&mut log, batch(2, PAYLOAD), 10 + round);
+        }
+        storage.fail_after(Some(allowed));
+        let (result, _) = run(log.append(batch(2, PAYLOAD), 20));
+        let result = result.and_then(|appended| run(log.sync()).map(|()| appended));
+        storage.fail_after(None);
+        let retried = match result {
+            Ok(appended) => appended.base_offset,
+            Err(_) if log.refuses_appends() => {
+                poisoned += 1;
+                assert!(matches!(refused(&mut log), AppendError::Poisoned { .. }));
+                assert!(matches!(run(log.sync()), Err(AppendError::Poisoned { .. })));
+                drop(log);
+                storage.crash(CrashMode::ProcessOnly);
+                log = open(&storage, config(SEGMENT_BYTES, Durability::Persisted)).0;
+                append(&mut log, batch(2, PAYLOAD), 21).base_offset
+            }
+            Err(error) => {
+                let sync = matches!(
+                    error,
+                    AppendError::Io {
+                        operation: "sync",
+                        ..
+                    }
+                );
+                assert!(!sync, "a failed sync poisons: {error}");
+                let retried = append(&mut log, batch(2, PAYLOAD), 21).base_offset;
+                assert_eq!(retried, 6, "stopped after {allowed}: {error}");
+                retried
+            }
+        };
+        let found = all(&log);
+        assert_eq!(found[..6], [0, 1, 2, 3, 4, 5], "stopped after {allowed}");
+        assert!(found.windows(2).all(|pair| pair[0] < pair[1]), "{found:?}");
+        assert_eq!(found[found.len() - 2..], [retried, retried + 1]);
+        assert!(log.segments().count() >= 2, "the retry rolled");
+    }
+    assert!(poisoned > 0, "some step is a sync");
+}
+
+#[test]
+fn a_failed_threshold_sync_acknowledges_the_written_record_and_poisons() {
+    let storage = MemoryStorage::new();
+    let mut every_append = config(1 << 20, Durability::Replicated);
+    every_append.messages_required_to_save = 1;
+    let (mut log, _) = open(&storage, every_append);
+    append(&mut log, batch(2, PAYLOAD), 10);
+    storage.set_faults(Faults {
+        sync_errors: 1,
+        ..Faults::default()
+    });
+    let written = append(&mut log, batch(2, PAYLOAD), 11);
+    assert_eq!(
+        written.base_offset, 2,
+        "acknowledged: it reached the kernel"
+    );
+    assert!(log.refuses_appends());
+    let syncs = storage.syncs();
+    assert!(matches!(refused(&mut log), AppendError::Poisoned { .. }));
+    assert!(matches!(run(log.sync()), Err(AppendError::Poisoned { .. })));
+    assert_eq!(storage.syncs(), syncs, "a failed sync is never retried");
+    assert!(matches!(
+        run(log.close()),
+        Err(AppendError::Poisoned { .. })
+    ));
+    assert_eq!(state(&storage).boot_id, [0; 16], "the boot is forgotten");
+    storage.crash(CrashMode::ProcessOnly);
+    let (log, report) = open(&storage, every_append);
+    assert!(
+        report.next_offset > 4,
+        "not dense even within the boot: {}",
+        report.next_offset
+    );
+    assert_eq!(all(&log), [0, 1, 2, 3]);
+}
+
+/// A log of three records in one segment whose middle record then gets `edit` in place,
+/// behind the open log's back.
+fn read_after(validate_checksum: bool, edit: fn(&mut [u8])) -> Result<Records, ReadError> {
+    let storage = MemoryStorage::new();
+    let mut checked = config(1 << 20, Durability::Persisted);
+    checked.validate_checksum = validate_checksum;
+    let (mut log, _) = open(&storage, checked);
+    for round in 0..3 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    let mut bytes = storage.contents(&log_path(0)).unwrap();
+    edit(&mut bytes[RECORD_BYTES..2 * RECORD_BYTES]);
+    storage.replace(&log_path(0), bytes);
+    let first = run(log.read(ReadStart::First, 2, u64::MAX)).unwrap();
+    assert_eq!(offsets(&first), [0, 1], "the record before is served");
+    run(log.read(ReadStart::First, 100, u64::MAX))
+}
+
+#[test]
+fn reads_verify_message_checksums_when_validate_checksum_is_on() {
+    let payload: fn(&mut [u8]) = |record| record[payload_byte(0)] ^= 0x20;
+    let refused = read_after(true, payload).unwrap_err();
+    assert!(
+        matches!(&refused, ReadError::Corrupt { path, position, .. }
+            if *path == log_path(0) && *position == RECORD_BYTES as u64),
+        "{refused}"
+    );
+    let served = read_after(false, payload).unwrap();
+    assert_eq!(served.messages_count, 6, "off: payloads are not checked");
+    assert_eq!(served.last_offset, Some(5));
+    let record = &served.bytes[RECORD_BYTES..2 * RECORD_BYTES];
+    assert_eq!(
+        record[payload_byte(0)],
+        PAYLOAD[2] ^ 0x20,
+        "the stored bytes, as they are"
+    );
+    // The batch checksum covers the header either way: offsets are never misread.
+    let header: fn(&mut [u8]) = |record| record[8] ^= 0x01;
+    for validate_checksum in [true, false] {
+        let refused = read_after(validate_checksum, header).unwrap_err();
+        assert!(matches!(refused, ReadError::Corrupt { .. }), "{refused}");
+    }
+}
+
+#[test]
+fn a_quarantine_error_names_the_file_and_byte() {
+    let error = AppendError::Quarantined {
+        path: log_path(0),
+        position: 7,
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains("00000000000000000000.log") && text.contains("byte 7"),
+        "{text}"
+    );
+}
