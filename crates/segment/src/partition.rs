@@ -559,13 +559,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 max_bytes,
                 reply,
             } => {
-                let result = match &self.log {
-                    Some(log) => log
-                        .read(start, count, max_bytes)
-                        .await
-                        .map_err(PartitionError::Read),
-                    None => Err(PartitionError::Closed),
-                };
+                let result = self.read(start, count, max_bytes).await;
                 reply.send(result);
             }
             Job::StoreOffset {
@@ -595,6 +589,28 @@ impl<S: Storage + Clone + 'static> Task<S> {
             }
         }
         false
+    }
+
+    /// A read; damage it finds quarantines the partition (appends refused from now on).
+    async fn read(
+        &mut self,
+        start: ReadStart,
+        count: u32,
+        max_bytes: u64,
+    ) -> Result<Records, PartitionError> {
+        let log = self.log.as_mut().ok_or(PartitionError::Closed)?;
+        let result = log.read(start, count, max_bytes).await;
+        let damage = match &result {
+            Ok(records) => records.damage.clone(),
+            Err(ReadError::Corrupt { path, position, .. }) => Some((path.clone(), *position)),
+            Err(_) => None,
+        };
+        if let Some((path, position)) = damage {
+            log.quarantine_found(path, position).await;
+            self.shared.stats.set(PartitionStats::of(log));
+            (self.on_change)();
+        }
+        result.map_err(PartitionError::Read)
     }
 
     async fn store_offset(

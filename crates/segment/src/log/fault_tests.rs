@@ -561,3 +561,33 @@ fn a_quarantine_error_names_the_file_and_byte() {
         "{text}"
     );
 }
+
+#[test]
+fn damage_a_read_finds_behind_trusted_indexes_is_served_up_to_and_quarantines() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    // The middle record of sealed segment 0: its indexes and last record still check out.
+    flipped(&storage, 0, payload_byte(RECORD_BYTES), 0x01);
+    let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(
+        !report.quarantined(),
+        "the cheap check of a sealed segment cannot see it"
+    );
+    let read = run(log.read(ReadStart::First, 10_000, u64::MAX)).unwrap();
+    assert_eq!(
+        offsets(&read),
+        vec![0, 1],
+        "the record before the damage is served"
+    );
+    let (path, position) = read.damage.clone().expect("the read reports the damage");
+    assert_eq!((path, position), (log_path(0), RECORD_BYTES as u64));
+    let at_damage = run(log.read(ReadStart::Offset(2), 10, u64::MAX));
+    assert!(matches!(at_damage, Err(ReadError::Corrupt { .. })));
+    run(log.quarantine_found(log_path(0), RECORD_BYTES as u64));
+    assert!(log.refuses_appends());
+    assert!(matches!(refused(&mut log), AppendError::Quarantined { .. }));
+    // Later segments still read, and no offset handed out is reused after a reopen.
+    let later = run(log.read(ReadStart::Offset(6), 10_000, u64::MAX)).unwrap();
+    assert_eq!(offsets(&later), (6..24).collect::<Vec<u64>>());
+    assert!(state(&storage).next_offset >= 24);
+}

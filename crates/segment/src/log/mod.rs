@@ -272,6 +272,29 @@ impl<S: Storage> PartitionLog<S> {
         self.check_sync(synced, &directory).await
     }
 
+    /// Quarantines the log on damage a read found at `position` of `path` (damage that
+    /// recovery's cheap check of a sealed segment cannot see): from now on it appends
+    /// nothing, and `partition.state` keeps its next offset at or above every offset handed
+    /// out. Reads go on up to the damage. A no-op when the log already refuses appends.
+    pub async fn quarantine_found(&mut self, path: PathBuf, position: u64) {
+        if self.refusal.is_some() {
+            return;
+        }
+        log::error!(
+            "partition {}: a read found {} damaged at byte {position}; the partition is              quarantined: offsets before the damage stay readable, appends are refused              (`iggy check` and FORMAT.md §11 say how to repair)",
+            self.directory.display(),
+            path.display()
+        );
+        self.refusal = Some(Refusal::Quarantined { path, position });
+        let floor = self.reserved_offset.max(self.next_offset());
+        if let Err(error) = self.record_quarantine(floor).await {
+            log::error!(
+                "partition {}: recording the quarantine failed: {error}",
+                self.directory.display()
+            );
+        }
+    }
+
     /// Records a quarantine in `partition.state`: unclean, at `floor` (at or above every
     /// offset the log held, damaged records included: the old state's offset and the log's
     /// are), with an unknown boot id. So whenever the partition opens again, repaired or not,

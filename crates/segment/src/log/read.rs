@@ -5,6 +5,8 @@
 //! [`LogConfig::validate_checksum`](super::LogConfig). A record that fails is refused with
 //! [`ReadError::Corrupt`], never served.
 
+use std::path::PathBuf;
+
 use proto::batch::{BATCH_HEADER_SIZE, Batch, Integrity, batch_checksum};
 use proto::{DecodeError, DecodeErrorKind, Dialect};
 
@@ -40,6 +42,9 @@ pub struct Records {
     /// The byte budget, not the count or the end of the log, ended the read: waiting for
     /// more messages cannot make this reply bigger.
     pub byte_budget_reached: bool,
+    /// The read stopped at a damaged record (its file and byte) after the valid records
+    /// before it: those are returned, the damage is the caller's to quarantine.
+    pub damage: Option<(PathBuf, u64)>,
 }
 
 impl<S: Storage> PartitionLog<S> {
@@ -210,12 +215,22 @@ fn take_records<F>(
     let mut done = false;
     while !rest.is_empty() {
         let offset = usize::try_from(at).unwrap_or(usize::MAX);
-        let (batch, remaining) =
-            parse_stored(rest, integrity, offset).map_err(|source| ReadError::Corrupt {
-                path: segment.paths.log.clone(),
-                position: at,
-                source,
-            })?;
+        let (batch, remaining) = match parse_stored(rest, integrity, offset) {
+            Ok(parsed) => parsed,
+            // Records before the damage are served; the read ends at it.
+            Err(_) if records.messages_count > 0 || !taken.kept.is_empty() => {
+                records.damage = Some((segment.paths.log.clone(), at));
+                done = true;
+                break;
+            }
+            Err(source) => {
+                return Err(ReadError::Corrupt {
+                    path: segment.paths.log.clone(),
+                    position: at,
+                    source,
+                });
+            }
+        };
         let start = to_usize(at - position);
         at += batch.as_bytes().len() as u64;
         rest = remaining;
