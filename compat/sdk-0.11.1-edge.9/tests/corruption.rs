@@ -21,8 +21,9 @@ async fn fill(client: &IggyClient, partition: u32, count: u64) {
                 IggyMessage::builder().payload(payload.into()).build().unwrap()
             })
             .collect();
+        let partitioning = Partitioning::partition_id(partition);
         client
-            .send_messages(&id("damaged"), &id("t"), &Partitioning::partition_id(partition), &mut batch)
+            .send_messages(&id("damaged"), &id("t"), &partitioning, &mut batch)
             .await
             .expect("send");
     }

@@ -281,7 +281,9 @@ impl<S: Storage> PartitionLog<S> {
             return;
         }
         log::error!(
-            "partition {}: a read found {} damaged at byte {position}; the partition is              quarantined: offsets before the damage stay readable, appends are refused              (`iggy check` and FORMAT.md §11 say how to repair)",
+            "partition {}: a read found {} damaged at byte {position}; the partition is \
+             quarantined: offsets before the damage stay readable, appends are refused \
+             (`iggy check` and FORMAT.md §11 say how to repair)",
             self.directory.display(),
             path.display()
         );
