@@ -28,7 +28,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use pool::Pool;
 use proto::header::{Command, EvictionReason, HEADER_SIZE, frame_prefix};
 
-use self::body::Body;
+use self::body::{Body, UnauthenticatedBudget};
 use crate::frame::{self, Answer};
 use crate::{BadFrame, ConnectionHandler};
 
@@ -91,6 +91,8 @@ pub struct TcpServer {
 struct ServeState {
     in_flight: Cell<usize>,
     stopping: Cell<bool>,
+    /// What the unauthenticated bodies of the shard's connections hold.
+    unauthenticated: Rc<UnauthenticatedBudget>,
 }
 
 /// Connections open on every shard, counted against `connections_max` (and per address
@@ -225,6 +227,7 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
         let connections = Arc::clone(&self.connections);
         let config = self.config;
         let pool = Rc::clone(&self.pool);
+        let unauthenticated = Rc::clone(&self.state.unauthenticated);
         compio::runtime::spawn(async move {
             let connection = handler.open(peer);
             let serving = Serving {
@@ -232,6 +235,7 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
                 handler: &*handler,
                 state: &state,
                 pool,
+                unauthenticated,
             };
             let connection = serve_connection(stream, peer, serving, connection);
             handler.close(connection.await);
@@ -406,6 +410,7 @@ struct Serving<'s, H> {
     handler: &'s H,
     state: &'s ServeState,
     pool: Rc<Pool>,
+    unauthenticated: Rc<UnauthenticatedBudget>,
 }
 
 async fn serve_connection<H: ConnectionHandler>(
@@ -419,6 +424,7 @@ async fn serve_connection<H: ConnectionHandler>(
         handler,
         state,
         pool,
+        unauthenticated,
     } = serving;
     let (reader, mut writer) = stream.into_split();
     // The channel holds one frame read ahead; `serve_frames` bounds the ones being handled.
@@ -431,6 +437,7 @@ async fn serve_connection<H: ConnectionHandler>(
         authenticated: Rc::clone(&authenticated),
         answered: Rc::clone(&answered),
         opened: Instant::now(),
+        unauthenticated,
     };
     let _reader = compio::runtime::spawn(read_frames(reader, reading, sender));
     let link = Link {
@@ -628,6 +635,8 @@ struct Reading {
     answered: Rc<event_listener::Event>,
     /// When the connection was accepted: the handshake grace runs from here.
     opened: Instant,
+    /// The shard's budget for unauthenticated bodies.
+    unauthenticated: Rc<UnauthenticatedBudget>,
 }
 
 /// The reader task: frames in order until the peer closes, the socket fails, a frame is bad
@@ -690,9 +699,13 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
     let body = if authenticated {
         body::read_body(stream, prefix.body_length(), &reading.pool, deadline).await?
     } else {
-        body::read_heap_until(stream, prefix.body_length(), deadline)
-            .await
-            .map(Body::Heap)?
+        let length = prefix.body_length();
+        let held = reading
+            .unauthenticated
+            .take(length)
+            .ok_or(Ended::TimedOut("room for an unauthenticated body"))?;
+        let bytes = body::read_heap_until(stream, length, deadline).await?;
+        Body::Unauthenticated(bytes, held)
     };
     Ok(Incoming::Frame(header, body))
 }

@@ -8,9 +8,11 @@
 //! give memory back; there is no fallback to the heap. Only a body larger than the largest
 //! class (512 MiB, above any sane `message_bus.max_message_size`) is read into a `Vec`.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::ops::Deref;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use compio::BufResult;
@@ -22,11 +24,56 @@ use proto::header::HEADER_SIZE;
 
 use super::Ended;
 
+/// Bytes of unauthenticated request bodies one shard holds at once, over all its
+/// connections: with each such body at most `max_unauthenticated_message_size`, connections
+/// that proved nothing cannot take more than this together. One more is refused by closing
+/// its connection.
+pub(super) const UNAUTHENTICATED_BUDGET_BYTES: usize = 16 << 20;
+
+/// What the unauthenticated bodies of one shard's connections hold now.
+#[derive(Debug, Default)]
+pub(super) struct UnauthenticatedBudget {
+    held: Cell<usize>,
+}
+
+/// Bytes taken from the shard's [`UnauthenticatedBudget`], returned on drop.
+#[derive(Debug)]
+pub(super) struct Held {
+    budget: Rc<UnauthenticatedBudget>,
+    bytes: usize,
+}
+
+impl UnauthenticatedBudget {
+    /// Takes `bytes`, or `None` when that would pass [`UNAUTHENTICATED_BUDGET_BYTES`].
+    pub(super) fn take(self: &Rc<Self>, bytes: usize) -> Option<Held> {
+        let held = self.held.get().checked_add(bytes)?;
+        if held > UNAUTHENTICATED_BUDGET_BYTES {
+            return None;
+        }
+        self.held.set(held);
+        Some(Held {
+            budget: Rc::clone(self),
+            bytes,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let held = self.budget.held.get();
+        debug_assert!(held >= self.bytes, "a hold returns only what it took");
+        self.budget.held.set(held.saturating_sub(self.bytes));
+    }
+}
+
 /// A request body.
 #[derive(Debug)]
 pub(super) enum Body {
     Pooled(Buffer),
     Heap(Vec<u8>),
+    /// An unauthenticated connection's body, counted against the shard's budget while held
+    /// (the hold is never read: dropping it with the body returns the bytes).
+    Unauthenticated(Vec<u8>, #[allow(dead_code)] Held),
 }
 
 impl Deref for Body {
@@ -35,7 +82,7 @@ impl Deref for Body {
     fn deref(&self) -> &[u8] {
         match self {
             Self::Pooled(buffer) => buffer,
-            Self::Heap(bytes) => bytes,
+            Self::Heap(bytes) | Self::Unauthenticated(bytes, _) => bytes,
         }
     }
 }
@@ -143,5 +190,25 @@ fn finish(result: io::Result<()>) -> Result<(), Ended> {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Err(Ended::PeerClosed),
         Err(error) => Err(Ended::Io(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::{UNAUTHENTICATED_BUDGET_BYTES, UnauthenticatedBudget};
+
+    #[test]
+    fn the_unauthenticated_budget_refuses_past_its_size_and_returns_on_drop() {
+        let budget = Rc::new(UnauthenticatedBudget::default());
+        let most = budget.take(UNAUTHENTICATED_BUDGET_BYTES - 10).unwrap();
+        assert!(budget.take(11).is_none());
+        let rest = budget.take(10).unwrap();
+        assert!(budget.take(1).is_none());
+        drop(most);
+        assert!(budget.take(UNAUTHENTICATED_BUDGET_BYTES - 10).is_some());
+        drop(rest);
+        assert!(budget.take(UNAUTHENTICATED_BUDGET_BYTES).is_some());
     }
 }
