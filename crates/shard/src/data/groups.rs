@@ -18,6 +18,19 @@
 //!   client whose last connection closes, or whose session ends, leaves its groups.
 //! - `generation` grows by one on every change of membership, partitions or ownership.
 //!
+//! Deliberate differences from the reference server (its `rebalance_cooperative`,
+//! `reconcile_pending_revocations` and session handling), in PROTOCOL.md §4.9 terms:
+//! - Target assignment is partition *i* → member *i mod n*; the reference moves only an
+//!   over-assigned member's highest extras to members that own nothing. Both spread evenly;
+//!   ours may move more partitions on a join, each under the same in-flight rule.
+//! - A pending hand-off completes at the next group request (sync, poll, join) or the
+//!   leader's tick (at most 1 s), not within 10 ms.
+//! - A closed connection leaves its client's groups at once, as there; its session stays
+//!   for a `BIND_SESSION` until it expires, where the reference logs it out.
+//! - A 0.12.2 poll of a partition the member does not own (or is handing off) is refused
+//!   with `5009` in the header status; the reference answers status 0 with the re-sync
+//!   sentinel partition. The SDK re-syncs on both.
+//!
 //! Invariants (checked by [`GroupRuntime::check_invariants`] in tests): with members, every
 //! partition has exactly one owner and it is a member; without members nothing is owned; a
 //! revocation targets a member other than the owner.
