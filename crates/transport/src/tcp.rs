@@ -431,12 +431,13 @@ async fn serve_connection<H: ConnectionHandler>(
     let (sender, mut frames) = mpsc::channel(0);
     let authenticated = Rc::new(Cell::new(handler.authenticated(&connection)));
     let answered = Rc::new(event_listener::Event::new());
+    let unauthenticated_since = Rc::new(Cell::new(Instant::now()));
     let reading = Reading {
         config,
         pool,
         authenticated: Rc::clone(&authenticated),
         answered: Rc::clone(&answered),
-        opened: Instant::now(),
+        unauthenticated_since: Rc::clone(&unauthenticated_since),
         unauthenticated,
     };
     let _reader = compio::runtime::spawn(read_frames(reader, reading, sender));
@@ -446,6 +447,7 @@ async fn serve_connection<H: ConnectionHandler>(
         connection: &connection,
         authenticated: &authenticated,
         answered: &answered,
+        unauthenticated_since: &unauthenticated_since,
         config,
     };
     let ended = serve_frames(&mut frames, &mut writer, &link).await;
@@ -470,6 +472,8 @@ struct Link<'l, H: ConnectionHandler> {
     authenticated: &'l Cell<bool>,
     /// Notified after every answer, once `authenticated` is up to date.
     answered: &'l event_listener::Event,
+    /// Shared with the reader task: reset when a logout makes the link unauthenticated.
+    unauthenticated_since: &'l Cell<Instant>,
     config: TcpConfig,
 }
 
@@ -524,7 +528,11 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
             Event::Answered(header, answer) => {
-                link.authenticated.set(handler.authenticated(connection));
+                let authenticated = handler.authenticated(connection);
+                if link.authenticated.replace(authenticated) && !authenticated {
+                    // A logout: the handshake grace starts again for the next login.
+                    link.unauthenticated_since.set(Instant::now());
+                }
                 link.answered.notify(usize::MAX);
                 let written = write_answer(writer, link, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
@@ -633,8 +641,9 @@ struct Reading {
     authenticated: Rc<Cell<bool>>,
     /// Notified by the connection loop after each answer.
     answered: Rc<event_listener::Event>,
-    /// When the connection was accepted: the handshake grace runs from here.
-    opened: Instant,
+    /// Since when the connection is unauthenticated (its accept, or its last logout): the
+    /// handshake grace runs from here.
+    unauthenticated_since: Rc<Cell<Instant>>,
     /// The shard's budget for unauthenticated bodies.
     unauthenticated: Rc<UnauthenticatedBudget>,
 }
@@ -669,10 +678,16 @@ async fn read_frames(mut stream: TcpStream, reading: Reading, mut sender: mpsc::
 /// bytes arrived the rest must follow within the frame read timeout.
 async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incoming, Ended> {
     let config = reading.config;
-    let authenticated = reading.authenticated.get();
-    let idle_deadline = (!authenticated).then(|| reading.opened + config.handshake_grace);
+    let login = body::LoginWatch {
+        authenticated: &reading.authenticated,
+        unauthenticated_since: &reading.unauthenticated_since,
+        answered: &reading.answered,
+        grace: config.handshake_grace,
+    };
     let (header_bytes, started) =
-        body::read_header(stream, idle_deadline, config.frame_read_timeout).await?;
+        body::read_header(stream, &login, config.frame_read_timeout).await?;
+    // Sized by what the link is once the frame's first bytes came.
+    let authenticated = reading.authenticated.get();
     let header: Box<[u8; HEADER_SIZE]> = header_bytes
         .into_boxed_slice()
         .try_into()

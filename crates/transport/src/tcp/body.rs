@@ -19,6 +19,7 @@ use compio::BufResult;
 use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncRead, AsyncReadExt};
 use compio::net::TcpStream;
+use futures_util::future::{Either, select};
 use pool::{Buffer, Pool, PoolError};
 use proto::header::HEADER_SIZE;
 
@@ -114,13 +115,12 @@ pub(super) async fn read_body(
 /// then for the rest within `frame_timeout`. Returns the header and when its first bytes came.
 pub(super) async fn read_header(
     stream: &mut TcpStream,
-    idle_deadline: Option<Instant>,
+    login: &LoginWatch<'_>,
     frame_timeout: Duration,
 ) -> Result<(Vec<u8>, Instant), Ended> {
-    let first = stream.read(Vec::with_capacity(HEADER_SIZE));
-    let BufResult(result, header) = match idle_deadline {
-        Some(deadline) => within(deadline, "the login (handshake grace)", first).await?,
-        None => first.await,
+    let BufResult(result, header) = {
+        let first = std::pin::pin!(stream.read(Vec::with_capacity(HEADER_SIZE)));
+        login.wait(first).await?
     };
     let started = Instant::now();
     match result {
@@ -135,6 +135,41 @@ pub(super) async fn read_header(
     let rest = stream.read_exact(header.slice(got..HEADER_SIZE));
     let BufResult(result, header) = within(started + frame_timeout, "a frame header", rest).await?;
     finish(result).map(|()| (header.into_inner(), started))
+}
+
+/// What decides how long a connection may wait for its next frame: unauthenticated, until
+/// the handshake grace (from its accept or its last logout) runs out; authenticated, for
+/// ever. Both can change while the wait is on (a logout's answer), so the wait re-checks after
+/// every answer without dropping the read (a dropped read could lose bytes it took).
+pub(super) struct LoginWatch<'w> {
+    pub(super) authenticated: &'w Cell<bool>,
+    pub(super) unauthenticated_since: &'w Cell<Instant>,
+    pub(super) answered: &'w event_listener::Event,
+    pub(super) grace: Duration,
+}
+
+impl LoginWatch<'_> {
+    /// Awaits `read` under the rule above.
+    async fn wait<F: Future + Unpin>(&self, mut read: F) -> Result<F::Output, Ended> {
+        loop {
+            let answered = self.answered.listen();
+            if self.authenticated.get() {
+                match select(&mut read, answered).await {
+                    Either::Left((output, _)) => return Ok(output),
+                    Either::Right(((), _)) => continue,
+                }
+            }
+            let deadline = self.unauthenticated_since.get() + self.grace;
+            let expired = std::pin::pin!(compio::time::sleep_until(deadline));
+            match select(&mut read, select(expired, answered)).await {
+                Either::Left((output, _)) => return Ok(output),
+                Either::Right((Either::Left(((), _)), _)) if !self.authenticated.get() => {
+                    return Err(Ended::TimedOut("the login (handshake grace)"));
+                }
+                Either::Right(_) => {}
+            }
+        }
+    }
 }
 
 /// `future`, unless `deadline` passes first: then the connection ends as timed out.

@@ -32,6 +32,9 @@ impl ConnectionHandler for Gate {
         if body == b"login" {
             logged_in.set(true);
         }
+        if body == b"logout" {
+            logged_in.set(false);
+        }
         let tail_length = std::str::from_utf8(body)
             .ok()
             .and_then(|text| text.parse::<usize>().ok())
@@ -153,6 +156,26 @@ fn stalling_client(address: SocketAddr) {
         received < 8 * (4 << 20),
         "the server stopped writing: {received} bytes"
     );
+}
+
+fn relogging_client(address: SocketAddr) {
+    // Logged in past the grace, then out: the grace starts again, so a prompt login works.
+    let mut user = TcpStream::connect(address).unwrap();
+    login(&mut user);
+    std::thread::sleep(Duration::from_millis(600));
+    user.write_all(&request(2, b"logout")).unwrap();
+    read_frame(&mut user);
+    user.write_all(&request(3, b"login")).unwrap();
+    read_frame(&mut user);
+    // And once logged out for longer than the grace, the link is closed.
+    user.write_all(&request(4, b"logout")).unwrap();
+    read_frame(&mut user);
+    assert!(closed_within(&mut user, Duration::from_secs(3)));
+}
+
+#[test]
+fn a_logout_restarts_the_handshake_grace() {
+    serve_with(short_timeouts(), Gate, relogging_client);
 }
 
 #[test]
