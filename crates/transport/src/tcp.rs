@@ -477,6 +477,19 @@ struct Link<'l, H: ConnectionHandler> {
     config: TcpConfig,
 }
 
+impl<H: ConnectionHandler> Link<'_, H> {
+    /// After an answer: the link's login state for the reader task, which is woken to
+    /// re-check it.
+    fn note_answer(&self) {
+        let authenticated = self.handler.authenticated(self.connection);
+        if self.authenticated.replace(authenticated) && !authenticated {
+            // A logout: the handshake grace starts again for the next login.
+            self.unauthenticated_since.set(Instant::now());
+        }
+        self.answered.notify(usize::MAX);
+    }
+}
+
 /// The connection loop: takes frames from the reader task, handles them concurrently, and
 /// writes each answer as it completes (replies are matched by request number, §1.11). An
 /// eviction the handler signals (the server ended the session) is written at once and ends
@@ -528,12 +541,7 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
             Event::Answered(header, answer) => {
-                let authenticated = handler.authenticated(connection);
-                if link.authenticated.replace(authenticated) && !authenticated {
-                    // A logout: the handshake grace starts again for the next login.
-                    link.unauthenticated_since.set(Instant::now());
-                }
-                link.answered.notify(usize::MAX);
+                link.note_answer();
                 let written = write_answer(writer, link, &header, answer).await;
                 state.in_flight.set(state.in_flight.get().saturating_sub(1));
                 written
