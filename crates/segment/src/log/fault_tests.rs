@@ -508,6 +508,15 @@ fn a_failed_threshold_sync_acknowledges_the_written_record_and_poisons() {
 /// A log of three records in one segment whose middle record then gets `edit` in place,
 /// behind the open log's back.
 fn read_after(validate_checksum: bool, edit: fn(&mut [u8])) -> Result<Records, ReadError> {
+    read_after_from(validate_checksum, edit, ReadStart::First)
+}
+
+/// [`read_after`], reading from `start`.
+fn read_after_from(
+    validate_checksum: bool,
+    edit: fn(&mut [u8]),
+    start: ReadStart,
+) -> Result<Records, ReadError> {
     let storage = MemoryStorage::new();
     let mut checked = config(1 << 20, Durability::Persisted);
     checked.validate_checksum = validate_checksum;
@@ -520,13 +529,18 @@ fn read_after(validate_checksum: bool, edit: fn(&mut [u8])) -> Result<Records, R
     storage.replace(&log_path(0), bytes);
     let first = run(log.read(ReadStart::First, 2, u64::MAX)).unwrap();
     assert_eq!(offsets(&first), [0, 1], "the record before is served");
-    run(log.read(ReadStart::First, 100, u64::MAX))
+    run(log.read(start, 100, u64::MAX))
 }
 
 #[test]
 fn reads_verify_message_checksums_when_validate_checksum_is_on() {
     let payload: fn(&mut [u8]) = |record| record[payload_byte(0)] ^= 0x20;
-    let refused = read_after(true, payload).unwrap_err();
+    // On: the read ends at the damaged record, serving the one before and naming the damage.
+    let stopped = read_after(true, payload).unwrap();
+    assert_eq!(offsets(&stopped), [0, 1]);
+    assert_eq!(stopped.damage, Some((log_path(0), RECORD_BYTES as u64)));
+    // A read that starts at the damaged record has nothing to serve: refused.
+    let refused = read_after_from(true, payload, ReadStart::Offset(2)).unwrap_err();
     assert!(
         matches!(&refused, ReadError::Corrupt { path, position, .. }
             if *path == log_path(0) && *position == RECORD_BYTES as u64),
@@ -544,8 +558,9 @@ fn reads_verify_message_checksums_when_validate_checksum_is_on() {
     // The batch checksum covers the header either way: offsets are never misread.
     let header: fn(&mut [u8]) = |record| record[8] ^= 0x01;
     for validate_checksum in [true, false] {
-        let refused = read_after(validate_checksum, header).unwrap_err();
-        assert!(matches!(refused, ReadError::Corrupt { .. }), "{refused}");
+        let stopped = read_after(validate_checksum, header).unwrap();
+        assert_eq!(offsets(&stopped), [0, 1]);
+        assert_eq!(stopped.damage, Some((log_path(0), RECORD_BYTES as u64)));
     }
 }
 
