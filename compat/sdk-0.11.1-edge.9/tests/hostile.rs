@@ -257,3 +257,30 @@ fn data_files_are_private() {
     }
     assert!(checked > 5, "walked the data directory");
 }
+
+#[test]
+fn a_password_change_ends_the_users_other_sessions() {
+    let server = Server::start();
+    run(async {
+        let root = root_client(&server).await;
+        let mut reader = Permissions::default();
+        reader.global.read_streams = true;
+        create_plain_user(&root, "carol", Some(reader)).await;
+        let other = client_with(&server, "carol", "secret-1").await;
+        let changer = client_with(&server, "carol", "secret-1").await;
+        assert!(other.get_streams().await.is_ok());
+        changer
+            .change_password(&id("carol"), "secret-1", "secret-2")
+            .await
+            .expect("change the password");
+        assert!(changer.get_streams().await.is_ok(), "the changer's session stays");
+        assert!(
+            other.get_streams().await.is_err(),
+            "a session opened with the old password ends"
+        );
+        let (_, ok) = timed_login(&server, "carol", "secret-1").await;
+        assert!(!ok, "the old password no longer works");
+        let (_, ok) = timed_login(&server, "carol", "secret-2").await;
+        assert!(ok, "the new one does");
+    });
+}

@@ -621,26 +621,41 @@ impl Server {
         let now = now_us();
         let ended = {
             let metadata = self.metadata.borrow();
-            self.sessions.borrow_mut().end_where(|record| {
+            self.sessions.borrow_mut().end_where(|_, record| {
                 let token = record.token.as_ref();
                 metadata
                     .session_identity(record.user_id, token, now)
                     .is_err()
             })
         };
-        if ended.is_empty() {
+        self.evict_ended(&ended, now, "its identity was revoked");
+    }
+
+    /// Ends, on the leader, every session of user `user_id` but the one of `keep` (a password
+    /// change: the sessions opened with the old password end; the changer's stays).
+    pub fn end_sessions_of(&self, user_id: u32, keep: Option<u128>) {
+        if !self.place().is_leader() {
             return;
         }
+        let ended = self
+            .sessions
+            .borrow_mut()
+            .end_where(|client_id, record| record.user_id == user_id && Some(client_id) != keep);
+        self.evict_ended(&ended, now_us(), "its user's password changed");
+    }
+
+    /// Makes the ended sessions of `ended` leave their groups and evicts their connections.
+    fn evict_ended(&self, ended: &[u128], now: u64, why: &str) {
         let clients = self.node.clients.pin();
         for client_id in ended {
-            self.data.leave_all_groups(client_id, now);
+            self.data.leave_all_groups(*client_id, now);
             let connections = clients
                 .values()
-                .filter(|record| record.client_id == Some(client_id));
+                .filter(|record| record.client_id == Some(*client_id));
             for record in connections {
                 record.liveness.eviction().fire(EvictionReason::NoSession);
             }
-            log::info!("session of client {client_id:#x} ended: its identity was revoked");
+            log::info!("session of client {client_id:#x} ended: {why}");
         }
     }
 

@@ -149,11 +149,11 @@ impl Sessions {
 
     /// Ends every session `ended` picks (its user was deleted or deactivated, its token
     /// revoked); returns their client ids.
-    pub fn end_where(&mut self, ended: impl Fn(&SessionRecord) -> bool) -> Vec<u128> {
+    pub fn end_where(&mut self, ended: impl Fn(u128, &SessionRecord) -> bool) -> Vec<u128> {
         let picked: Vec<u128> = self
             .by_client
             .iter()
-            .filter(|(_, record)| ended(record))
+            .filter(|(client_id, record)| ended(**client_id, record))
             .map(|(client_id, _)| *client_id)
             .collect();
         for client_id in &picked {

@@ -68,7 +68,22 @@ pub(crate) async fn handle(
             })
             .await
         }
-        Request::ChangePassword(change) => change_password(server, call, &change).await,
+        Request::ChangePassword(change) => {
+            let outcome = change_password(server, call, &change).await;
+            if password_changed(&outcome) {
+                // Sessions opened with the old password end; the changer's own stays.
+                let target = server
+                    .metadata
+                    .borrow()
+                    .user(&change.user_id)
+                    .map(|user| user.id);
+                let keep = connection.session.map(|bound| bound.client_id);
+                if let Ok(user_id) = target {
+                    server.end_sessions_of(user_id, keep);
+                }
+            }
+            outcome
+        }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
 }
@@ -132,6 +147,19 @@ async fn change_password(server: &Server, call: Call, change: &ChangePassword) -
         })
     });
     call.commit(server, op, |_, _| Some(Empty)).await
+}
+
+/// Whether `outcome` is a success: no status, and a result section of success (its first
+/// u32 is 0) where the reply is result-framed.
+fn password_changed(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Reply(reply) => {
+            let refused = reply.operation.is_result_framed()
+                && reply.body.get(..4).is_some_and(|section| section != [0; 4]);
+            reply.status == 0 && !refused
+        }
+        _ => false,
+    }
 }
 
 /// A stand-in for the hash in a first validation, which only decides whether hashing is
