@@ -5,48 +5,10 @@
 // The helpers are test steps: a failed step is the test failing.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+mod common;
 
 use bench::options::Options;
-
-/// The server process, killed when the test ends.
-struct Server {
-    child: Child,
-    address: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data: &std::path::Path) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let child = Command::new(env!("CARGO_BIN_EXE_iggy"))
-        .arg("--with-default-root-credentials")
-        .env("IGGY_TCP_ADDRESS", address.to_string())
-        .env("IGGY_SYSTEM_PATH", data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(address).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        sleep(Duration::from_millis(20));
-    }
-    Server { child, address }
-}
+use common::{Server, start};
 
 fn options(scenario: &str, server: &Server, output: &std::path::Path, extra: &[&str]) -> Options {
     let mut arguments = vec![
@@ -70,7 +32,7 @@ fn options(scenario: &str, server: &Server, output: &std::path::Path, extra: &[&
 fn scenarios_run_and_report() {
     let data = tempfile::tempdir().unwrap();
     let output = tempfile::tempdir().unwrap();
-    let server = start(data.path());
+    let server = start(data.path(), &[]);
     let producer = options("pinned-producer", &server, output.path(), &["--calibrate"]);
     let outcome = bench::run(&producer).unwrap();
     let (_, total) = &outcome.report.aggregates[0];

@@ -14,12 +14,11 @@
 #![allow(clippy::too_many_lines)]
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+
+mod common;
 
 use bench::client::Client;
+use common::{Server, start};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use proto::Dialect;
@@ -42,42 +41,6 @@ use proto::primitives::{
 const UNAUTHORIZED: u32 = 41;
 const STREAM: &str = "perm-s";
 const TOPIC: &str = "perm-t";
-
-struct Server {
-    child: Child,
-    address: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data: &std::path::Path) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_iggy"))
-        .arg("--with-default-root-credentials")
-        .env("IGGY_TCP_ADDRESS", address.to_string())
-        .env("IGGY_SYSTEM_PATH", data)
-        .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(address).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        sleep(Duration::from_millis(20));
-    }
-    Server { child, address }
-}
 
 fn name(text: &str) -> WireName {
     WireName::new(text).unwrap()
@@ -439,7 +402,7 @@ fn global_of(bits: u16) -> GlobalPermissions {
 #[test]
 fn every_global_permission_combination_over_the_wire() {
     let data = tempfile::tempdir().unwrap();
-    let server = start(data.path());
+    let server = start(data.path(), &[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")]);
     let mut fixture = Fixture::new(&server);
     for bits in 0..1024 {
         let permissions = Permissions {
@@ -475,7 +438,7 @@ fn stream_grant(flags: [bool; 6], topic: Option<[bool; 4]>, topic_id: u32) -> St
 #[test]
 fn stream_and_topic_grants_over_the_wire() {
     let data = tempfile::tempdir().unwrap();
-    let server = start(data.path());
+    let server = start(data.path(), &[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")]);
     let fixture = std::cell::RefCell::new(Fixture::new(&server));
     let (stream_id, topic_id) = {
         let fixture = fixture.borrow();
