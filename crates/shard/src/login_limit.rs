@@ -1,5 +1,11 @@
-//! Failed-login rate limiting, per client address and per user name, with exponential
-//! backoff (sans-IO: time comes in as an argument).
+//! Failed-login rate limiting, per client address and per user name from that address, with
+//! exponential backoff (sans-IO: time comes in as an argument).
+//!
+//! The user key is the (address, user name) pair, not the name alone: a name-wide block would
+//! let anyone lock a user (root included) out from everywhere with one wrong password per
+//! backoff. An attempt counts as failed before its password is checked and is cleared by a
+//! success, so a burst of parallel guesses cannot all slip past the check while the first
+//! ones are still being hashed.
 //!
 //! The first `failures_free` failures of a key cost nothing; each further one blocks the key
 //! for `backoff × 2^(extra failures − 1)`, capped at `backoff_max`. A blocked login is refused
@@ -35,7 +41,7 @@ impl Default for LoginLimits {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
     Address(IpAddr),
-    User(String),
+    User(IpAddr, String),
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -65,12 +71,15 @@ impl LoginLimiter {
         if self.limits.failures_free == 0 {
             return Ok(());
         }
-        let blocked = [Key::Address(address), Key::User(username.to_owned())]
-            .iter()
-            .filter_map(|key| self.keys.get(key))
-            .map(|failures| failures.blocked_until_us)
-            .max()
-            .unwrap_or(0);
+        let blocked = [
+            Key::Address(address),
+            Key::User(address, username.to_owned()),
+        ]
+        .iter()
+        .filter_map(|key| self.keys.get(key))
+        .map(|failures| failures.blocked_until_us)
+        .max()
+        .unwrap_or(0);
         if blocked > now_us {
             Err(blocked)
         } else {
@@ -87,7 +96,10 @@ impl LoginLimiter {
             self.forget_stale(now_us);
         }
         let limits = self.limits;
-        for key in [Key::Address(address), Key::User(username.to_owned())] {
+        for key in [
+            Key::Address(address),
+            Key::User(address, username.to_owned()),
+        ] {
             let failures = self.keys.entry(key).or_default();
             // Quiet for `backoff_max` since its last failure and past its block: start over.
             let quiet_since = failures.last_us.max(failures.blocked_until_us);
@@ -112,7 +124,7 @@ impl LoginLimiter {
     /// A login from `address` as `username` succeeded: both keys start afresh.
     pub fn succeeded(&mut self, address: IpAddr, username: &str) {
         self.keys.remove(&Key::Address(address));
-        self.keys.remove(&Key::User(username.to_owned()));
+        self.keys.remove(&Key::User(address, username.to_owned()));
     }
 
     /// Drops keys no longer blocked and quiet for `backoff_max`; if that frees too little,
@@ -171,9 +183,10 @@ mod tests {
         assert_eq!(limiter.check(ip(1), "alice", 3), Ok(()));
         limiter.failed(ip(1), "alice", 10);
         assert_eq!(limiter.check(ip(1), "alice", 11), Err(1_010));
-        // Another address guessing the same user is blocked too, and the address for others.
-        assert_eq!(limiter.check(ip(2), "alice", 11), Err(1_010));
+        // The address is blocked for every name; another address may still log in as alice
+        // (a name-wide block would let anyone lock a user out).
         assert_eq!(limiter.check(ip(1), "bob", 11), Err(1_010));
+        assert_eq!(limiter.check(ip(2), "alice", 11), Ok(()));
         limiter.failed(ip(1), "alice", 1_010);
         assert_eq!(limiter.check(ip(1), "alice", 1_011), Err(3_010));
         for now in [3_010, 5_010, 7_010, 9_010] {

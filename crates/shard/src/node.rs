@@ -57,6 +57,8 @@ pub struct Node {
     /// Every open partition's handle, by key.
     pub routes: Arc<Routes>,
     pub sessions: Arc<SessionView>,
+    /// Live sessions' users by session number (who may use an idempotent producer id).
+    pub session_owners: Arc<crate::sessions::SessionOwners>,
     /// Open connections of every shard, by client number (`GET_CLIENTS`).
     pub clients: papaya::HashMap<u32, ClientRecord>,
     /// Deferred polls and fetches waiting, by (client id, request number), for
@@ -89,6 +91,7 @@ impl Node {
             inboxes,
             routes: Arc::default(),
             sessions: Arc::default(),
+            session_owners: Arc::default(),
             clients: papaya::HashMap::new(),
             parked: papaya::HashMap::new(),
             next_client_number: AtomicU32::new(1),

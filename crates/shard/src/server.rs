@@ -158,10 +158,10 @@ impl Server {
             journal: Mutex::new(None),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum),
-            sessions: RefCell::new(Sessions::publishing(
-                session_seed,
-                Arc::clone(&node.sessions),
-            )),
+            sessions: RefCell::new(
+                Sessions::publishing(session_seed, Arc::clone(&node.sessions))
+                    .with_owners(Arc::clone(&node.session_owners)),
+            ),
             logins: RefCell::new(LoginLimiter::new(info.logins)),
             info,
             node,
@@ -317,9 +317,9 @@ impl Server {
     /// heartbeat eviction and hand-off timeouts. The runtime calls it on the leader every half
     /// heartbeat interval.
     pub fn tick(&self, now_us: u64) {
-        // Before the groups' own silence check, which would drop the memberships that make a
-        // connection stale without telling it.
         self.evict_stale(now_us);
+        // Sessions whose identity lapsed on its own (an expired token) end within a tick.
+        self.end_orphaned_sessions();
         let attached: std::collections::HashSet<u128> = self
             .node
             .clients

@@ -12,6 +12,9 @@ use proto::commands::session::BindSecret;
 
 use crate::node::{SessionEntry, SessionView};
 
+/// The user of each live session, by session number: shared by all shards.
+pub type SessionOwners = papaya::HashMap<u64, u32>;
+
 /// Session numbers are below this: `producer_id = session << 20 | index` must fit in u64
 /// with room to spare, and the SDK checks the bound.
 pub const SESSION_LIMIT: u64 = 1 << 43;
@@ -62,6 +65,8 @@ pub struct Sessions {
     next: u64,
     by_client: HashMap<u128, SessionRecord>,
     view: Arc<SessionView>,
+    /// Live sessions' users by session number, for every shard.
+    owners: Arc<SessionOwners>,
     /// Since when (µs) each session has had no connection bound to it.
     detached_since: HashMap<u128, u64>,
 }
@@ -80,8 +85,16 @@ impl Sessions {
             next: first.clamp(1, SESSION_LIMIT - 1),
             by_client: HashMap::new(),
             view,
+            owners: Arc::default(),
             detached_since: HashMap::new(),
         }
+    }
+
+    /// The same table, also publishing each live session's user by session number to
+    /// `owners` (idempotent-producer ids carry the session number that minted them).
+    pub fn with_owners(mut self, owners: Arc<SessionOwners>) -> Self {
+        self.owners = owners;
+        self
     }
 
     /// The session for a Register of `client_id` as `user_id`: the existing one for a retry,
@@ -123,6 +136,7 @@ impl Sessions {
             token,
         };
         self.view.pin().insert(client_id, entry);
+        self.owners.pin().insert(record.session, user_id);
         Ok(record)
     }
 
@@ -144,7 +158,11 @@ impl Sessions {
     pub fn end(&mut self, client_id: u128) -> Option<SessionRecord> {
         self.detached_since.remove(&client_id);
         self.view.pin().remove(&client_id);
-        self.by_client.remove(&client_id)
+        let ended = self.by_client.remove(&client_id);
+        if let Some(record) = &ended {
+            self.owners.pin().remove(&record.session);
+        }
+        ended
     }
 
     /// Ends every session `ended` picks (its user was deleted or deactivated, its token

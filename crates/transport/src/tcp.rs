@@ -722,12 +722,11 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
     let body = if authenticated {
         body::read_body(stream, prefix.body_length(), &reading.pool, deadline).await?
     } else {
+        // Before login the whole frame must come within the handshake grace too.
+        let grace = reading.unauthenticated_since.get() + config.handshake_grace;
         let length = prefix.body_length();
-        let held = reading
-            .unauthenticated
-            .take(length)
-            .ok_or(Ended::TimedOut("room for an unauthenticated body"))?;
-        let bytes = body::read_heap_until(stream, length, deadline).await?;
+        let held = reading.unauthenticated.take_by(length, grace).await?;
+        let bytes = body::read_heap_until(stream, length, deadline.min(grace)).await?;
         Body::Unauthenticated(bytes, held)
     };
     Ok(Incoming::Frame(header, body))

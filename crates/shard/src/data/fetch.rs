@@ -106,6 +106,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     plan.auto_commit = request.auto_commit.then_some(owner);
                     plan.context.owner_generation = generation;
                     plan.group = group;
+                    plan.poller = client_id;
+                    self.begin_group_poll(&plan);
                     Ok(plan)
                 });
             targets.push(FetchTargetPlan {
@@ -151,20 +153,46 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .filter_map(|target| target.plan.as_ref().ok())
                 .map(|plan| -> Waiting<'_> { Box::pin(plan.handle.appended()) })
                 .collect();
-            let fetched = read_sections(plan).await?;
+            let mut fetched = match read_sections(plan).await {
+                Ok(fetched) => fetched,
+                Err(error) => {
+                    self.end_group_polls(plan, None);
+                    return Err(error);
+                }
+            };
             let enough = fetched.messages_count() >= u64::from(plan.min_count);
             if enough || Instant::now() >= deadline || cancel.is_cancelled() {
-                for (target, section) in plan.targets.iter().zip(&fetched.sections) {
-                    if let Ok(poll) = &target.plan {
-                        self.note_served(poll, section.records.last_offset);
-                    }
-                }
+                self.end_group_polls(plan, Some(&mut fetched));
                 commit(plan, &fetched).await?;
                 return Ok(fetched);
             }
             waits.push(Box::pin(compio::time::sleep_until(deadline)));
             waits.push(Box::pin(cancel.cancelled()));
             race(waits).await;
+        }
+    }
+}
+
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// Ends every section's group poll; a section whose partition moved to another member
+    /// while the fetch waited is refused with `5009` instead of served (and committed).
+    fn end_group_polls(&self, plan: &FetchPlan, mut fetched: Option<&mut Fetched>) {
+        for (index, target) in plan.targets.iter().enumerate() {
+            let Ok(poll) = &target.plan else { continue };
+            let section = fetched
+                .as_deref_mut()
+                .and_then(|fetched| fetched.sections.get_mut(index));
+            let last = section
+                .as_ref()
+                .and_then(|section| section.records.last_offset);
+            if !self.end_group_poll(poll, last)
+                && let Some(section) = section
+            {
+                *section = refused(
+                    target.partition_id,
+                    ErrorCode::ConsumerGroupPartitionNotOwned,
+                );
+            }
         }
     }
 }
@@ -224,7 +252,17 @@ fn refused(partition_id: u32, code: ErrorCode) -> FetchSectionOwned {
 async fn commit(plan: &FetchPlan, fetched: &Fetched) -> Result<(), DataError> {
     for (target, section) in plan.targets.iter().zip(&fetched.sections) {
         let Ok(poll) = &target.plan else { continue };
-        if let (Some(owner), Some(last)) = (poll.auto_commit, section.records.last_offset) {
+        // A group's offset only moves forward (as in `poll::finish`).
+        let backward = |owner, last: u64| {
+            poll.group.is_some()
+                && poll
+                    .handle
+                    .stored_offset(owner)
+                    .is_some_and(|stored| last <= stored)
+        };
+        if let (Some(owner), Some(last)) = (poll.auto_commit, section.records.last_offset)
+            && !backward(owner, last)
+        {
             poll.handle
                 .store_offset(owner, last)
                 .await

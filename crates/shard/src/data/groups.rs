@@ -121,6 +121,9 @@ pub struct GroupRuntime {
     last_polled: BTreeMap<u32, u64>,
     /// Per partition, the group's stored offset.
     committed: BTreeMap<u32, u64>,
+    /// Per partition, the current owner's polls between their ownership check and their
+    /// reply: what they read is in flight before it is served.
+    polling: BTreeMap<u32, u32>,
 }
 
 /// A member as `GET_CONSUMER_GROUP` reports it.
@@ -231,8 +234,36 @@ impl GroupRuntime {
         *polled = (*polled).max(offset);
     }
 
-    /// Whether the group was served offsets on `partition_id` beyond what it committed.
+    /// A poll of `partition_id` by its owner passed its ownership check; it is in flight until
+    /// [`Self::end_poll`].
+    pub fn begin_poll(&mut self, partition_id: u32) {
+        *self.polling.entry(partition_id).or_insert(0) += 1;
+    }
+
+    /// A poll [`Self::begin_poll`] counted has its reply (or failed).
+    pub fn end_poll(&mut self, partition_id: u32) {
+        if let Some(count) = self.polling.get_mut(&partition_id) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.polling.remove(&partition_id);
+            }
+        }
+    }
+
+    /// Whether `client_id` owns `partition_id` and is not handing it off: what a poll that
+    /// waited checks again before it serves and commits.
+    pub fn may_serve(&self, client_id: u128, partition_id: u32) -> bool {
+        self.owners
+            .get(&partition_id)
+            .is_some_and(|ownership| ownership.owner == client_id && ownership.revoking.is_none())
+    }
+
+    /// Whether the group has data in flight on `partition_id`: a poll of it between its check
+    /// and its reply, or offsets served beyond what the group committed.
     pub fn in_flight(&self, partition_id: u32) -> bool {
+        if self.polling.contains_key(&partition_id) {
+            return true;
+        }
         let Some(polled) = self.last_polled.get(&partition_id) else {
             return false;
         };
@@ -260,6 +291,7 @@ impl GroupRuntime {
             {
                 ownership.owner = revocation.to;
                 self.last_polled.remove(partition);
+                self.polling.remove(partition);
             }
         }
         if !due.is_empty() {
@@ -379,12 +411,16 @@ impl GroupRuntime {
                 .get(&partition)
                 .is_none_or(|current| current.owner != ownership.owner);
             if moved {
-                // What the previous owner was served is no longer this owner's in-flight data.
+                // What the previous owner was served, or is polling (it will find it no longer
+                // owns the partition before it serves), is not this owner's in-flight data.
                 self.last_polled.remove(&partition);
+                self.polling.remove(&partition);
             }
             owners.insert(partition, ownership);
         }
         self.last_polled
+            .retain(|partition, _| owners.contains_key(partition));
+        self.polling
             .retain(|partition, _| owners.contains_key(partition));
         self.owners = owners;
     }

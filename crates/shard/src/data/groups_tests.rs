@@ -82,6 +82,26 @@ fn in_flight_data_holds_the_partition_until_it_is_committed() {
 }
 
 #[test]
+fn a_poll_in_progress_holds_its_partition_and_then_finds_it_moving() {
+    let mut group = GroupRuntime::new([0, 1]);
+    group.join(1, 0);
+    group.check_owner(1, 1, 0, &CONFIG).unwrap();
+    group.begin_poll(1);
+    // Partition 1 is being read by member 1: it does not move at once.
+    group.join(2, 10);
+    assert!(group.is_handing_off() && group.in_flight(1));
+    assert_eq!(group.owner(1).unwrap().owner, 1);
+    // The poll ends: its partition is being handed off, so it serves nothing.
+    assert!(!group.may_serve(1, 1));
+    group.end_poll(1);
+    assert!(!group.in_flight(1));
+    // Nothing was served, so the hand-off completes at the next check.
+    assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![1]));
+    assert!(group.may_serve(2, 1) && !group.may_serve(1, 1));
+    group.check_invariants();
+}
+
+#[test]
 fn a_pending_hand_off_completes_at_the_rebalancing_timeout() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
@@ -167,7 +187,12 @@ fn apply(group: &mut GroupRuntime, step: &Step, now: &mut u64) {
         Step::Poll(client, partition) => {
             let (client, partition) = (u128::from(*client), u32::from(*partition));
             if group.check_owner(client, partition, *now, &CONFIG).is_ok() {
-                group.note_polled(partition, *now);
+                group.begin_poll(partition);
+                let served = group.may_serve(client, partition);
+                group.end_poll(partition);
+                if served {
+                    group.note_polled(partition, *now);
+                }
             }
         }
         Step::Commit(partition, offset) => {

@@ -138,6 +138,9 @@ pub enum DataError {
         #[source]
         source: std::io::Error,
     },
+    /// A group poll's partition moved to another member while the poll read or waited.
+    #[error("the partition moved to another group member")]
+    NotOwner,
 }
 
 /// A partition this shard owns: the incarnation it was opened for, and its handle (also
@@ -513,7 +516,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 let runtime = groups.remove(&key).map_or_else(
                     || GroupRuntime::new(partitions.clone()),
                     |mut runtime| {
-                        runtime.set_partitions(partitions.clone(), 0);
+                        // A hand-off this starts waits from now, not from the epoch (which
+                        // would make it time out at once).
+                        runtime.set_partitions(partitions.clone(), crate::server::now_us());
                         runtime
                     },
                 );

@@ -77,6 +77,8 @@ pub struct PollPlan {
     pub context: PartitionContext,
     /// The consumer group polling, whose hand-off rule tracks what it was served.
     pub group: Option<GroupKey>,
+    /// The polling member's client id (0 for a plain consumer).
+    pub poller: u128,
 }
 
 /// A poll's result, ready to encode.
@@ -202,6 +204,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             topic_id: topic.id,
             group_id,
         });
+        plan.poller = request.client_id;
+        self.begin_group_poll(&plan);
         Ok(plan)
     }
 
@@ -259,22 +263,59 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 metadata_op: metadata.commit,
             },
             group: None,
+            poller: 0,
         })
     }
 
     /// Runs an immediate poll (100).
     pub async fn poll(&self, plan: &PollPlan) -> Result<Polled, DataError> {
-        let records = read(plan, plan.count, plan.max_bytes).await?;
-        self.note_served(plan, records.last_offset);
+        let records = self.read_counted(plan).await?;
+        self.serve_group_poll(plan, records.last_offset)?;
         finish(plan, records).await
     }
 
-    /// Tells a polling group what its member was served, for the hand-off rule.
-    pub(super) fn note_served(&self, plan: &PollPlan, last_offset: Option<u64>) {
-        if let (Some(group), Some(last)) = (plan.group, last_offset) {
-            self.with_group(group, |runtime| {
-                runtime.note_polled(plan.key.partition_id, last);
-            });
+    /// Counts a planned group poll as in flight until [`Self::end_group_poll`].
+    pub(super) fn begin_group_poll(&self, plan: &PollPlan) {
+        if let Some(group) = plan.group {
+            self.with_group(group, |runtime| runtime.begin_poll(plan.key.partition_id));
+        }
+    }
+
+    /// A read of `plan`; a failure ends the group poll's count (its ownership check began it).
+    async fn read_counted(&self, plan: &PollPlan) -> Result<Records, DataError> {
+        let read = read(plan, plan.count, plan.max_bytes).await;
+        if read.is_err() {
+            self.end_group_poll(plan, None);
+        }
+        read
+    }
+
+    /// Ends a group member's poll that read up to `last_offset`: when the member still owns
+    /// the partition (not handing it off), the group learns what it was served and the poll
+    /// may answer; otherwise the partition moved while the poll read or waited, and it answers
+    /// `5009` instead of serving (and committing) what is now another member's. Plain polls
+    /// always may.
+    pub(super) fn end_group_poll(&self, plan: &PollPlan, last_offset: Option<u64>) -> bool {
+        let Some(group) = plan.group else {
+            return true;
+        };
+        let partition_id = plan.key.partition_id;
+        let served = self.with_group(group, |runtime| {
+            runtime.end_poll(partition_id);
+            let may = runtime.may_serve(plan.poller, partition_id);
+            if let (true, Some(last)) = (may, last_offset) {
+                runtime.note_polled(partition_id, last);
+            }
+            may
+        });
+        served.unwrap_or(false)
+    }
+
+    fn serve_group_poll(&self, plan: &PollPlan, last_offset: Option<u64>) -> Result<(), DataError> {
+        if self.end_group_poll(plan, last_offset) {
+            Ok(())
+        } else {
+            Err(DataError::NotOwner)
         }
     }
 
@@ -290,11 +331,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let deadline = Instant::now() + Duration::from_micros(wait_us);
         loop {
             let appended = plan.handle.appended();
-            let records = read(plan, plan.count, plan.max_bytes).await?;
+            let records = self.read_counted(plan).await?;
             let now = Instant::now();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {
-                self.note_served(plan, records.last_offset);
+                self.serve_group_poll(plan, records.last_offset)?;
                 return finish(plan, records).await;
             }
             race(vec![
@@ -324,9 +365,19 @@ pub(super) async fn read(
         })
 }
 
-/// Auto-commits the last returned offset and builds the reply.
+/// Auto-commits the last returned offset and builds the reply. A group's offset only moves
+/// forward: a member's late reply never takes it back past what another committed.
 pub(super) async fn finish(plan: &PollPlan, records: Records) -> Result<Polled, DataError> {
-    if let (Some(owner), Some(last)) = (plan.auto_commit, records.last_offset) {
+    let forward = |owner, last: u64| {
+        plan.group.is_none()
+            || plan
+                .handle
+                .stored_offset(owner)
+                .is_none_or(|stored| last > stored)
+    };
+    if let (Some(owner), Some(last)) = (plan.auto_commit, records.last_offset)
+        && forward(owner, last)
+    {
         plan.handle
             .store_offset(owner, last)
             .await

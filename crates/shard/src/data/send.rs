@@ -119,6 +119,7 @@ impl DataError {
                 source: PartitionError::OffsetsLimit,
                 ..
             } => ErrorCode::TooManyConsumerOffsets,
+            Self::NotOwner => ErrorCode::ConsumerGroupPartitionNotOwned,
             // The partition is quarantined (damage found at open, or a failed sync): not
             // worth a blind retry.
             Self::Partition {

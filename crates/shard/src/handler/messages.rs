@@ -75,7 +75,7 @@ pub(crate) async fn handle(
     }
     match request {
         Request::SendMessages(send) => {
-            if let Err(code) = check_producer(connection, &send) {
+            if let Err(code) = check_producer(server, connection, &send) {
                 return Outcome::refused(operation, code, commit);
             }
             send_messages(
@@ -163,16 +163,25 @@ fn check_access(
     }
 }
 
-/// `41 Unauthorized` for a batch whose idempotent producer is another session's.
+/// `41 Unauthorized` for a batch whose idempotent producer id was minted by a live session of
+/// another user: ids are `session << 20 | index` (PROTOCOL.md §1.7), so one user cannot write
+/// as another's producer and fence or forge its sequence. The SDK keeps an id across its own
+/// sessions (a reconnect, a restart of the server), so an id whose session is not live, or
+/// is the caller's user's, passes.
 fn check_producer(
+    server: &Server,
     connection: &Connection,
     send: &proto::commands::messages::SendMessages<'_>,
 ) -> Result<(), ErrorCode> {
-    let session = connection.session.map_or(0, |bound| bound.session);
-    match send.batch.producer() {
-        Some(producer) if !producer_of_session(producer.producer_id, session) => {
+    let (Some(producer), Some(user_id)) = (send.batch.producer(), connection.user_id()) else {
+        return Ok(());
+    };
+    let minted_by = producer.producer_id >> PRODUCER_INDEX_BITS;
+    let owner = server.node.session_owners.pin().get(&minted_by).copied();
+    match owner {
+        Some(owner) if owner != user_id => {
             log::info!(
-                "client {}: producer id {:#x} is not of session {session}",
+                "client {}: producer id {:#x} belongs to a session of user {owner}",
                 connection.client_number,
                 producer.producer_id
             );
@@ -180,13 +189,6 @@ fn check_producer(
         }
         _ => Ok(()),
     }
-}
-
-/// Whether an idempotent producer id belongs to `session`: ids are minted as
-/// `session << 20 | index` (PROTOCOL.md §1.7), so one session cannot write as another's
-/// producer and fence or forge its sequence.
-fn producer_of_session(producer_id: u64, session: u64) -> bool {
-    producer_id >> PRODUCER_INDEX_BITS == session
 }
 
 /// Bits of a producer id below its session number.

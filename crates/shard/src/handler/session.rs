@@ -163,6 +163,11 @@ async fn password_login(
         );
         return Err(ErrorCode::InvalidCredentials);
     }
+    // Counted as failed before the check, cleared by a success: parallel guesses see it.
+    server
+        .logins
+        .borrow_mut()
+        .failed(address, username, now_us());
     let stored = server
         .metadata
         .borrow()
@@ -185,11 +190,8 @@ async fn password_login(
             _ => Err(ErrorCode::InvalidCredentials),
         }
     };
-    let mut logins = server.logins.borrow_mut();
-    match result {
-        Ok(_) => logins.succeeded(address, username),
-        Err(ErrorCode::InvalidCredentials) => logins.failed(address, username, now_us()),
-        Err(_) => {}
+    if result.is_ok() {
+        server.logins.borrow_mut().succeeded(address, username);
     }
     result
 }
@@ -211,6 +213,18 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
     let Some(record) = record else {
         return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
     };
+    let identity =
+        server
+            .metadata
+            .borrow()
+            .session_identity(record.user_id, record.token.as_ref(), now_us());
+    if identity.is_err() {
+        // Its user or token lapsed (an expired token, say): the session ends here rather
+        // than being bound again and again.
+        server.sessions.borrow_mut().end(bind.client_id);
+        server.data.leave_all_groups(bind.client_id, now_us());
+        return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
+    }
     connection.dialect = dialect;
     connection.session = Some(BoundSession {
         client_id: bind.client_id,

@@ -27,14 +27,16 @@ use super::Ended;
 
 /// Bytes of unauthenticated request bodies one shard holds at once, over all its
 /// connections: with each such body at most `max_unauthenticated_message_size`, connections
-/// that proved nothing cannot take more than this together. One more is refused by closing
-/// its connection.
+/// that proved nothing cannot take more than this together. One more waits for room (until
+/// its handshake grace runs out), pausing only its own connection.
 pub(super) const UNAUTHENTICATED_BUDGET_BYTES: usize = 16 << 20;
 
 /// What the unauthenticated bodies of one shard's connections hold now.
 #[derive(Debug, Default)]
 pub(super) struct UnauthenticatedBudget {
     held: Cell<usize>,
+    /// Notified when a hold returns its bytes.
+    returned: event_listener::Event,
 }
 
 /// Bytes taken from the shard's [`UnauthenticatedBudget`], returned on drop.
@@ -57,6 +59,22 @@ impl UnauthenticatedBudget {
             bytes,
         })
     }
+
+    /// Takes `bytes`, waiting for room (woken by returns) until `deadline`.
+    pub(super) async fn take_by(
+        self: &Rc<Self>,
+        bytes: usize,
+        deadline: Instant,
+    ) -> Result<Held, Ended> {
+        loop {
+            // Listening first: a return between the failed take and the wait wakes it.
+            let returned = self.returned.listen();
+            if let Some(held) = self.take(bytes) {
+                return Ok(held);
+            }
+            within(deadline, "room for an unauthenticated body", returned).await?;
+        }
+    }
 }
 
 impl Drop for Held {
@@ -64,6 +82,7 @@ impl Drop for Held {
         let held = self.budget.held.get();
         debug_assert!(held >= self.bytes, "a hold returns only what it took");
         self.budget.held.set(held.saturating_sub(self.bytes));
+        self.budget.returned.notify(usize::MAX);
     }
 }
 
