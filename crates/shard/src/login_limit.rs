@@ -3,9 +3,10 @@
 //!
 //! The user key is the (address, user name) pair, not the name alone: a name-wide block would
 //! let anyone lock a user (root included) out from everywhere with one wrong password per
-//! backoff. An attempt counts as failed before its password is checked and is cleared by a
-//! success, so a burst of parallel guesses cannot all slip past the check while the first
-//! ones are still being hashed.
+//! backoff. Once a key has failed, each further attempt counts as failed before its password
+//! is checked (a success clears it), so after a first failure a burst of parallel guesses
+//! cannot slip past the check while the first ones are still being hashed; parallel logins
+//! from an address with no failure (a pool of clients behind one address) are not held up.
 //!
 //! The first `failures_free` failures of a key cost nothing; each further one blocks the key
 //! for `backoff × 2^(extra failures − 1)`, capped at `backoff_max`. A blocked login is refused
@@ -121,6 +122,20 @@ impl LoginLimiter {
         }
     }
 
+    /// Whether the address, or the user name from it, has failures on record.
+    pub fn has_failures(&self, address: IpAddr, username: &str) -> bool {
+        [
+            Key::Address(address),
+            Key::User(address, username.to_owned()),
+        ]
+        .iter()
+        .any(|key| {
+            self.keys
+                .get(key)
+                .is_some_and(|failures| failures.count > 0)
+        })
+    }
+
     /// A login from `address` as `username` succeeded: both keys start afresh.
     pub fn succeeded(&mut self, address: IpAddr, username: &str) {
         self.keys.remove(&Key::Address(address));
@@ -176,11 +191,14 @@ mod tests {
     #[test]
     fn free_failures_then_doubling_backoff_capped() {
         let mut limiter = LoginLimiter::new(LIMITS);
+        assert!(!limiter.has_failures(ip(1), "alice"));
         for now in 0..3 {
             assert_eq!(limiter.check(ip(1), "alice", now), Ok(()));
             limiter.failed(ip(1), "alice", now);
         }
         assert_eq!(limiter.check(ip(1), "alice", 3), Ok(()));
+        assert!(limiter.has_failures(ip(1), "alice") && limiter.has_failures(ip(1), "bob"));
+        assert!(!limiter.has_failures(ip(2), "alice"));
         limiter.failed(ip(1), "alice", 10);
         assert_eq!(limiter.check(ip(1), "alice", 11), Err(1_010));
         // The address is blocked for every name; another address may still log in as alice

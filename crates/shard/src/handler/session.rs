@@ -163,11 +163,15 @@ async fn password_login(
         );
         return Err(ErrorCode::InvalidCredentials);
     }
-    // Counted as failed before the check, cleared by a success: parallel guesses see it.
-    server
-        .logins
-        .borrow_mut()
-        .failed(address, username, now_us());
+    // After a failure, counted as failed before the check (a success clears it), so parallel
+    // guesses see each other.
+    let suspect = server.logins.borrow().has_failures(address, username);
+    if suspect {
+        server
+            .logins
+            .borrow_mut()
+            .failed(address, username, now_us());
+    }
     let stored = server
         .metadata
         .borrow()
@@ -190,8 +194,13 @@ async fn password_login(
             _ => Err(ErrorCode::InvalidCredentials),
         }
     };
-    if result.is_ok() {
-        server.logins.borrow_mut().succeeded(address, username);
+    match result {
+        Ok(_) => server.logins.borrow_mut().succeeded(address, username),
+        Err(_) if !suspect => server
+            .logins
+            .borrow_mut()
+            .failed(address, username, now_us()),
+        Err(_) => {}
     }
     result
 }
