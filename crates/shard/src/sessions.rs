@@ -47,10 +47,15 @@ pub enum RegisterError {
     /// Every session number below 2^43 has been handed out.
     #[error("session numbers exhausted")]
     Exhausted,
-    /// [`SESSIONS_MAX`] sessions are live; one must end (logout, expiry) first.
+    /// [`SESSIONS_MAX`] sessions are live, or [`SESSIONS_PER_USER_MAX`] of this user's; one
+    /// must end (logout, expiry) first.
     #[error("too many live sessions")]
     Full,
 }
+
+/// Live sessions of one user at most: no user can take the whole table (a token makes logins
+/// cheap), so the others can still log in.
+pub const SESSIONS_PER_USER_MAX: usize = 10_000;
 
 /// Live sessions at most. Each holds a little memory and, through its client id, consumer
 /// group memberships; a detached one ends after [`DETACHED_GRACE_US`].
@@ -67,6 +72,8 @@ pub struct Sessions {
     view: Arc<SessionView>,
     /// Live sessions' users by session number, for every shard.
     owners: Arc<SessionOwners>,
+    /// Live sessions per user.
+    per_user: HashMap<u32, usize>,
     /// Since when (µs) each session has had no connection bound to it.
     detached_since: HashMap<u128, u64>,
 }
@@ -86,6 +93,7 @@ impl Sessions {
             by_client: HashMap::new(),
             view,
             owners: Arc::default(),
+            per_user: HashMap::new(),
             detached_since: HashMap::new(),
         }
     }
@@ -122,6 +130,11 @@ impl Sessions {
         if self.by_client.len() >= SESSIONS_MAX {
             return Err(RegisterError::Full);
         }
+        let of_user = self.per_user.get(&user_id).copied().unwrap_or(0);
+        if of_user >= SESSIONS_PER_USER_MAX {
+            return Err(RegisterError::Full);
+        }
+        self.per_user.insert(user_id, of_user + 1);
         let record = SessionRecord {
             session: self.next,
             user_id,
@@ -161,6 +174,12 @@ impl Sessions {
         let ended = self.by_client.remove(&client_id);
         if let Some(record) = &ended {
             self.owners.pin().remove(&record.session);
+            if let Some(count) = self.per_user.get_mut(&record.user_id) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    self.per_user.remove(&record.user_id);
+                }
+            }
         }
         ended
     }
@@ -294,6 +313,28 @@ mod tests {
         assert_eq!(
             sessions.register(2, 0, secret, None),
             Err(RegisterError::Exhausted)
+        );
+    }
+
+    #[test]
+    fn one_user_cannot_take_every_session() {
+        let mut sessions = Sessions::new(1);
+        let secret = BindSecret([4; 32]);
+        for client in 0..super::SESSIONS_PER_USER_MAX {
+            sessions
+                .register(client as u128 + 1, 7, secret, None)
+                .unwrap();
+        }
+        let over = sessions.register(u128::MAX, 7, secret, None);
+        assert_eq!(over, Err(RegisterError::Full));
+        assert!(
+            sessions.register(u128::MAX, 8, secret, None).is_ok(),
+            "others still can"
+        );
+        sessions.end(1);
+        assert!(
+            sessions.register(u128::MAX - 1, 7, secret, None).is_ok(),
+            "after one ends"
         );
     }
 }
