@@ -5,33 +5,15 @@
 // The helpers are test steps: a failed step is the test failing.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{TcpListener, TcpStream};
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 /// Starts the server on `data` until it listens, then stops it with SIGTERM.
 fn run_server_once(data: &Path) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iggy"))
-        .arg("--with-default-root-credentials")
-        .env("IGGY_TCP_ADDRESS", format!("127.0.0.1:{port}"))
-        .env("IGGY_SYSTEM_PATH", data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        sleep(Duration::from_millis(20));
-    }
-    let pid = child.id().to_string();
+    let mut server = common::start(data, &[]);
+    let pid = server.child.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -39,7 +21,7 @@ fn run_server_once(data: &Path) {
             .unwrap()
             .success()
     );
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(server.child.wait().unwrap().code(), Some(0));
 }
 
 fn iggy(arguments: &[&str], data: &Path) -> Output {

@@ -45,7 +45,7 @@ pub mod primitives;
 pub mod result;
 pub mod status;
 
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, fuzzing, feature = "fuzz-replay"))]
 pub mod fuzzing;
 
 pub use codec::{Codec, Reader, Writer};

@@ -87,7 +87,7 @@ impl FieldCursor<'_> {
 /// Recomputes every message checksum and then the batch checksum of a batch whose frames
 /// tile `bytes`, so fuzzers reach the code behind the checksum checks instead of stopping at
 /// them. Frames that do not fit end the walk.
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, fuzzing, feature = "fuzz-replay"))]
 pub fn fix_checksums(bytes: &mut [u8]) {
     let Some((header_bytes, frames)) = bytes.split_at_mut_checked(super::BATCH_HEADER_SIZE) else {
         return;

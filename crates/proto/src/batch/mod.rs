@@ -15,7 +15,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, fuzzing, feature = "fuzz-replay"))]
 pub use checksum::fix_checksums;
 pub use checksum::{batch_checksum, message_checksum};
 pub use encode::{BatchEncodeError, OutgoingMessage, encode_batch};

@@ -5,6 +5,8 @@
 //! a decoder that accepts what its encoder cannot reproduce is a bug the fuzzer reports by
 //! panicking here.
 
+pub mod replay;
+
 use alloc::vec::Vec;
 
 use crate::batch::{Batch, Integrity, Records, stamp};

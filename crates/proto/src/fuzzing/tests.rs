@@ -2,10 +2,10 @@
 //! seeds built from the encoders, and at least 100,000 random and mutated inputs per target
 //! from a fixed seed, so CI covers every decoder family without a fuzzing toolchain.
 
-use std::path::PathBuf;
 use std::vec;
 use std::vec::Vec;
 
+use super::replay::{self, read_corpus};
 use super::seeds::{reply_seeds, request_seeds};
 use super::*;
 use crate::batch::{OutgoingMessage, Producer, encode_batch};
@@ -15,97 +15,11 @@ use crate::primitives::{ConsumerKind, TlvEntry};
 /// Inputs each target sees per run, split between random and mutated seeds.
 const INPUTS_PER_TARGET: usize = 100_000;
 
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        usize::try_from(self.next() % u64::try_from(bound.max(1)).unwrap()).unwrap()
-    }
-
-    fn bytes(&mut self, length: usize) -> Vec<u8> {
-        (0..length).map(|_| self.next().to_le_bytes()[0]).collect()
-    }
-}
-
-/// One mutation of `seed`: bit flips, byte overwrites with interesting values, truncation,
-/// insertion, or a splice of random bytes.
-fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
-    let mut input = seed.to_vec();
-    for _ in 0..=rng.below(4) {
-        let position = rng.below(input.len());
-        match rng.below(6) {
-            0 if !input.is_empty() => input[position] ^= 1 << rng.below(8),
-            1 if !input.is_empty() => {
-                input[position] = [0, 1, 2, 0x7f, 0x80, 0xff][rng.below(6)];
-            }
-            2 => input.truncate(position),
-            3 => input.insert(position.min(input.len()), rng.next().to_le_bytes()[0]),
-            4 if input.len() >= position + 4 => {
-                let value = [0_u32, 1, 255, 256, u32::MAX, 0x8000_0000][rng.below(6)];
-                input[position..position + 4].copy_from_slice(&value.to_le_bytes());
-            }
-            _ => {
-                let length = rng.below(16);
-                input.extend(rng.bytes(length));
-            }
-        }
-    }
-    input
-}
-
-fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let directory: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "..",
-        "..",
-        "fuzz",
-        "corpus",
-        target,
-    ]
-    .iter()
-    .collect();
-    let Ok(entries) = std::fs::read_dir(directory) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| !name.starts_with('.'))
-        })
-        .filter_map(|entry| std::fs::read(entry.path()).ok())
-        .collect()
-}
-
-/// Runs `target` over the corpus, the seeds, and random and mutated inputs.
+/// Runs `target` over the seeds, the corpus, and random and mutated inputs.
 fn replay(name: &str, seeds: Vec<Vec<u8>>, target: fn(&[u8])) {
     let mut seeds = seeds;
-    seeds.extend(corpus(name));
-    assert!(!seeds.is_empty());
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
-    for seed in &seeds {
-        target(seed);
-    }
-    for index in 0..INPUTS_PER_TARGET {
-        let input = if index % 4 == 0 {
-            let length = rng.below(700);
-            rng.bytes(length)
-        } else {
-            let seed = &seeds[rng.below(seeds.len())];
-            mutate(&mut rng, seed)
-        };
-        target(&input);
-    }
+    seeds.extend(read_corpus(env!("CARGO_MANIFEST_DIR"), name));
+    replay::replay(name, &seeds, INPUTS_PER_TARGET, 4, target);
 }
 
 fn with_selector(selector: u8, body: &[u8]) -> Vec<u8> {

@@ -159,9 +159,10 @@ impl GroupRuntime {
         u32::try_from(self.members.len()).unwrap_or(u32::MAX)
     }
 
-    /// The topic's partition ids, ascending.
-    pub fn partition_ids(&self) -> Vec<u32> {
-        self.partitions.clone()
+    /// The partitions its owner was served offsets on: the only ones whose stored offset the
+    /// in-flight check reads.
+    pub fn served_partitions(&self) -> Vec<u32> {
+        self.last_polled.keys().copied().collect()
     }
 
     /// Whether a partition is waiting to move to another member.

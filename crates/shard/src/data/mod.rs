@@ -396,10 +396,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         Some(f(group))
     }
 
-    /// Copies the group's stored offsets from its partitions into `group`.
+    /// Copies the group's stored offsets into `group`, for the partitions whose in-flight
+    /// check reads them (those it served offsets on): a few papaya reads, not one per
+    /// partition of the topic, on every group request.
     fn refresh_committed(&self, key: GroupKey, group: &mut GroupRuntime) {
         let owner = segment::offsets::OffsetOwner::Group(key.group_id);
-        for partition_id in group.partition_ids() {
+        for partition_id in group.served_partitions() {
             let partition = PartitionKey {
                 stream_id: key.stream_id,
                 topic_id: key.topic_id,

@@ -4,8 +4,8 @@
 //! toolchain.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
+use proto::fuzzing::replay::{read_corpus, replay};
 use proto::primitives::{OptionsBlock, Permissions, TlvEntry};
 
 use super::*;
@@ -17,85 +17,12 @@ use crate::metadata::{
 /// Inputs each target sees per run, split between random and mutated seeds.
 const INPUTS_PER_TARGET: usize = 30_000;
 
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        usize::try_from(self.next() % u64::try_from(bound.max(1)).unwrap()).unwrap()
-    }
-}
-
-/// Bit flips, interesting bytes and words, truncation, insertion and appended bytes.
-fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
-    let mut input = seed.to_vec();
-    for _ in 0..=rng.below(4) {
-        let position = rng.below(input.len());
-        match rng.below(6) {
-            0 if !input.is_empty() => input[position] ^= 1 << rng.below(8),
-            1 if !input.is_empty() => input[position] = [0, 1, 2, 0x7f, 0xff][rng.below(5)],
-            2 => input.truncate(position),
-            3 => input.insert(position.min(input.len()), rng.next().to_le_bytes()[0]),
-            4 if input.len() >= position + 4 => {
-                let value = [0_u32, 1, 255, 256, u32::MAX][rng.below(5)];
-                input[position..position + 4].copy_from_slice(&value.to_le_bytes());
-            }
-            _ => input.extend((0..rng.below(16)).map(|_| rng.next().to_le_bytes()[0])),
-        }
-    }
-    input
-}
-
-fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let directory: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "..",
-        "..",
-        "fuzz",
-        "corpus",
-        target,
-    ]
-    .iter()
-    .collect();
-    let entries = std::fs::read_dir(&directory).unwrap_or_else(|error| {
-        panic!(
-            "the corpus {} cannot be listed: {error}",
-            directory.display()
-        )
-    });
-    entries
-        .map(|entry| entry.unwrap().path())
-        .map(|path| std::fs::read(path).unwrap())
-        .collect()
-}
-
 /// Runs `target` over `seeds`, the committed corpus, and random and mutated inputs.
 fn replay_target(name: &str, mut seeds: Vec<Vec<u8>>, target: fn(&[u8])) {
-    let corpus = corpus(name);
+    let corpus = read_corpus(env!("CARGO_MANIFEST_DIR"), name);
     assert!(!corpus.is_empty(), "fuzz/corpus/{name} is empty");
     seeds.extend(corpus);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ name.len() as u64);
-    for seed in &seeds {
-        target(seed);
-    }
-    for index in 0..INPUTS_PER_TARGET {
-        let input = if index % 8 == 0 {
-            (0..rng.below(700))
-                .map(|_| rng.next().to_le_bytes()[0])
-                .collect()
-        } else {
-            let seed = rng.below(seeds.len());
-            mutate(&mut rng, &seeds[seed])
-        };
-        target(&input);
-    }
+    replay(name, &seeds, INPUTS_PER_TARGET, 8, target);
 }
 
 /// One op of every kind, in an order that applies.

@@ -69,20 +69,8 @@ pub(crate) async fn handle(
             .await
         }
         Request::ChangePassword(change) => {
-            let outcome = change_password(server, call, &change).await;
-            if password_changed(&outcome) {
-                // Sessions opened with the old password end; the changer's own stays.
-                let target = server
-                    .metadata
-                    .borrow()
-                    .user(&change.user_id)
-                    .map(|user| user.id);
-                let keep = connection.session.map(|bound| bound.client_id);
-                if let Ok(user_id) = target {
-                    server.end_sessions_of(user_id, keep);
-                }
-            }
-            outcome
+            let changer = connection.session.map(|bound| bound.client_id);
+            change_password(server, call, &change, changer).await
         }
         _ => call.reject(server, ErrorCode::InvalidCommand),
     }
@@ -122,8 +110,14 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
 }
 
 /// `CHANGE_PASSWORD` (37): every check but the passwords first, then the current password
-/// is checked and the new one hashed on the hashing threads, then validated for real.
-async fn change_password(server: &Server, call: Call, change: &ChangePassword) -> Outcome {
+/// is checked and the new one hashed on the hashing threads, then validated for real. Once
+/// committed, the user's sessions opened with the old password end; the changer's stays.
+async fn change_password(
+    server: &Server,
+    call: Call,
+    change: &ChangePassword,
+    changer: Option<u128>,
+) -> Outcome {
     let stored = call.validate(server, |metadata, actor| {
         validate::change_password(metadata, actor, change, |_| true, unhashed)?;
         Ok(metadata.user(&change.user_id)?.password_hash.clone())
@@ -146,20 +140,20 @@ async fn change_password(server: &Server, call: Call, change: &ChangePassword) -
             validate::change_password(metadata, actor, change, current_matches, |_| Ok(hashed))
         })
     });
-    call.commit(server, op, |_, _| Some(Empty)).await
-}
-
-/// Whether `outcome` is a success: no status, and a result section of success (its first
-/// u32 is 0) where the reply is result-framed.
-fn password_changed(outcome: &Outcome) -> bool {
-    match outcome {
-        Outcome::Reply(reply) => {
-            let refused = reply.operation.is_result_framed()
-                && reply.body.get(..4).is_some_and(|section| section != [0; 4]);
-            reply.status == 0 && !refused
-        }
-        _ => false,
+    let op = match op {
+        Ok(op) => op,
+        Err(code) => return call.reject(server, code),
+    };
+    let user_id = match &op {
+        MetadataOp::ChangePassword { id, .. } => *id,
+        // `validate::change_password` builds nothing else.
+        _ => return call.reject(server, ErrorCode::Error),
+    };
+    if let Err(code) = server.commit(op).await {
+        return call.reject(server, code);
     }
+    server.end_sessions_of(user_id, changer);
+    call.answer(server, &Empty)
 }
 
 /// A stand-in for the hash in a first validation, which only decides whether hashing is
