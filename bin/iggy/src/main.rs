@@ -272,7 +272,7 @@ fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
         node_name: config.node_name.clone(),
         node_ip: config.node_ip.clone(),
         tcp_port,
-        started_at_us: shard::server::now_us(),
+        started_at_us: shard::clock::system_now_us(),
         logins: shard::login_limit::LoginLimits {
             failures_free: config.login_failures_free,
             backoff_us: micros(config.login_backoff),
@@ -312,7 +312,7 @@ async fn tick(server: Rc<Server>, period: Duration) {
     let mut interval = compio::time::interval(period);
     loop {
         interval.tick().await;
-        server.tick(shard::server::now_us());
+        server.tick(server.now_us());
     }
 }
 
@@ -321,7 +321,7 @@ async fn clean_messages(server: Rc<Server>, interval: Duration) {
     let mut interval = compio::time::interval(interval);
     loop {
         interval.tick().await;
-        let deleted = server.clean_messages(shard::server::now_us()).await;
+        let deleted = server.clean_messages(server.now_us()).await;
         if deleted > 0 {
             log::info!("message cleaner: deleted {deleted} segment(s)");
         }

@@ -19,7 +19,8 @@ type Job = Box<dyn FnOnce() + Send>;
 /// is empty.
 #[derive(Debug)]
 pub struct HashPool {
-    jobs: MAsyncTx<Array<Job>>,
+    /// `None`: hash on the calling thread ([`Self::inline`]).
+    jobs: Option<MAsyncTx<Array<Job>>>,
 }
 
 /// The pool's threads are gone (only at shutdown).
@@ -44,7 +45,14 @@ impl HashPool {
                 log::error!("password hashing thread {index} failed to start: {error}");
             }
         }
-        Self { jobs }
+        Self { jobs: Some(jobs) }
+    }
+
+    /// A pool without threads: every job runs on the caller's thread when it is awaited.
+    /// For the deterministic simulator, where a thread would make the order of completions
+    /// depend on the operating system.
+    pub fn inline() -> Self {
+        Self { jobs: None }
     }
 
     /// Runs `work` on a hashing thread and returns its result.
@@ -52,9 +60,12 @@ impl HashPool {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, HashPoolGone> {
+        let Some(jobs) = &self.jobs else {
+            return Ok(work());
+        };
         let (reply, result) = crossfire::oneshot::oneshot();
         let job: Job = Box::new(move || reply.send(work()));
-        self.jobs.send(job).await.map_err(|_closed| HashPoolGone)?;
+        jobs.send(job).await.map_err(|_closed| HashPoolGone)?;
         result.await.map_err(|_dropped| HashPoolGone)
     }
 

@@ -8,6 +8,7 @@
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
 pub mod check;
+pub mod clock;
 pub mod connection;
 pub mod cpu;
 pub mod data;

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crossfire::{AsyncRx, MAsyncTx, mpsc};
 use futures_util::future::{Either, select};
 
+use crate::clock::{Clock, SystemClock};
 use crate::data::{Cancel, Routes};
 use crate::hashing::HashPool;
 use crate::server::{ClientRecord, Server};
@@ -67,6 +68,8 @@ pub struct Node {
     next_client_number: AtomicU32,
     /// The password hashing threads (logins and password changes run there, not on a shard).
     pub hasher: HashPool,
+    /// Where every shard's time comes from.
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The receiving end of one shard's inbox.
@@ -79,8 +82,20 @@ impl std::fmt::Debug for Inbox {
 }
 
 impl Node {
-    /// The shared state of `shard_count` shards (at least 1), and their inboxes in order.
+    /// The shared state of `shard_count` shards (at least 1) on the system clock, with
+    /// hashing threads, and their inboxes in order.
     pub fn new(shard_count: usize) -> (Arc<Self>, Vec<Inbox>) {
+        let hasher = HashPool::new(hash_threads());
+        Self::with(shard_count, Arc::new(SystemClock), hasher)
+    }
+
+    /// The shared state of `shard_count` shards (at least 1) whose time is `clock` and
+    /// whose passwords `hasher` hashes (the simulator's: simulated time, hashing inline).
+    pub fn with(
+        shard_count: usize,
+        clock: Arc<dyn Clock>,
+        hasher: HashPool,
+    ) -> (Arc<Self>, Vec<Inbox>) {
         let (inboxes, receivers): (Vec<_>, Vec<_>) = (0..shard_count.max(1))
             .map(|_| {
                 let (sender, receiver) = mpsc::bounded_async(INBOX_MAX);
@@ -95,7 +110,8 @@ impl Node {
             clients: papaya::HashMap::new(),
             parked: papaya::HashMap::new(),
             next_client_number: AtomicU32::new(1),
-            hasher: HashPool::new(hash_threads()),
+            hasher,
+            clock,
         };
         (Arc::new(node), receivers)
     }

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::lock::Mutex;
 
@@ -25,8 +24,10 @@ use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
 use proto::primitives::Permissions;
 use proto::{DecodeError, ErrorCode};
 use segment::storage::compio::CompioStorage;
+use segment::storage::either::Either;
 
 use crate::connection::{BoundSession, Connection, TransportKind};
+pub use crate::data::ShardStorage;
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
 use crate::liveness::{self, Activity, Liveness, Stale};
@@ -83,7 +84,7 @@ pub struct Server {
     /// The leader's journal; `None` on other shards and for metadata kept in memory only
     /// (tests). Commits are serialised by the lock, which is held across the journal append,
     /// the other shards' apply and the data plane's follow-up.
-    pub journal: Mutex<Option<Journal<CompioStorage>>>,
+    pub journal: Mutex<Option<Journal<ShardStorage>>>,
     pub data: DataPlane,
     /// The session table; only the leader's changes (see [`Sessions`]).
     pub sessions: RefCell<Sessions>,
@@ -146,18 +147,31 @@ impl Server {
         node: Arc<Node>,
         index: usize,
     ) -> Self {
+        let storage = Either::Left(CompioStorage::new());
+        Self::for_shard_on(storage, info, metadata, root, node, index)
+    }
+
+    /// [`Self::for_shard`] on `storage`.
+    pub fn for_shard_on(
+        storage: ShardStorage,
+        info: ServerInfo,
+        metadata: Metadata,
+        root: PathBuf,
+        node: Arc<Node>,
+        index: usize,
+    ) -> Self {
         let session_seed = info.started_at_us / 1000;
         let place = ShardPlace {
             index,
             count: node.shard_count(),
         };
         let routes = Arc::clone(&node.routes);
-        let storage = CompioStorage::new();
         Self {
             metadata: RefCell::new(metadata),
             journal: Mutex::new(None),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
-                .with_validate_checksum(info.validate_checksum),
+                .with_validate_checksum(info.validate_checksum)
+                .with_clock(Arc::clone(&node.clock)),
             sessions: RefCell::new(
                 Sessions::publishing(session_seed, Arc::clone(&node.sessions))
                     .with_owners(Arc::clone(&node.session_owners)),
@@ -167,6 +181,11 @@ impl Server {
             node,
             cpu: crate::cpu::CpuSampler::new(),
         }
+    }
+
+    /// The time now, by the node's clock (µs since the epoch).
+    pub fn now_us(&self) -> u64 {
+        self.node.clock.now_us()
     }
 
     /// This shard's place among the server's shards.
@@ -186,10 +205,19 @@ impl Server {
     /// corruption refused; see [`crate::metadata::journal`]) and opens the partitions it
     /// owns. The other shards start from [`Self::metadata`] afterwards.
     pub async fn open(info: ServerInfo, root: PathBuf, node: Arc<Node>) -> Result<Self, OpenError> {
+        Self::open_on(Either::Left(CompioStorage::new()), info, root, node).await
+    }
+
+    /// [`Self::open`] on `storage`.
+    pub async fn open_on(
+        storage: ShardStorage,
+        info: ServerInfo,
+        root: PathBuf,
+        node: Arc<Node>,
+    ) -> Result<Self, OpenError> {
         let directory = segment::layout::metadata_directory(&root);
-        let storage = CompioStorage::new();
         let (journal, metadata) = Journal::open(&storage, &directory).await?;
-        let server = Self::for_shard(info, metadata, root, node, 0);
+        let server = Self::for_shard_on(storage, info, metadata, root, node, 0);
         server.open_partitions().await?;
         *server.journal.lock().await = Some(journal);
         Ok(server)
@@ -408,7 +436,7 @@ impl Server {
             password_hash,
             status: UserStatus::Active,
             permissions: Some(Permissions::root()),
-            created_at: now_us(),
+            created_at: self.now_us(),
         };
         self.commit(op).await.map(|_| true)
     }
@@ -421,7 +449,7 @@ impl Server {
     /// Registers a new connection and returns its state.
     pub fn open_connection(&self, address: SocketAddr, transport: TransportKind) -> Connection {
         let number = self.node.next_client_number();
-        let liveness = Arc::new(Liveness::new(now_us()));
+        let liveness = Arc::new(Liveness::new(self.now_us()));
         let record = ClientRecord {
             address,
             transport,
@@ -455,7 +483,7 @@ impl Server {
         raw_header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
-        connection.liveness.stamp(now_us());
+        connection.liveness.stamp(self.now_us());
         let header = match RequestHeader::parse(raw_header, connection.dialect) {
             Ok(header) => header,
             Err(error) => {
@@ -606,7 +634,8 @@ impl Server {
             return Err(EvictionReason::SessionError);
         }
         let metadata = self.metadata.borrow();
-        let identity = metadata.session_identity(entry.user_id, entry.token.as_ref(), now_us());
+        let identity =
+            metadata.session_identity(entry.user_id, entry.token.as_ref(), self.now_us());
         identity.map_err(|lost| match lost {
             IdentityLost::UserGone => EvictionReason::NoSession,
             IdentityLost::UserInactive => EvictionReason::UserInactive,
@@ -618,7 +647,7 @@ impl Server {
     /// user deleted or deactivated, its token deleted), so nothing of it — groups, a later
     /// user under the same id — carries over; its connections are evicted.
     fn end_orphaned_sessions(&self) {
-        let now = now_us();
+        let now = self.now_us();
         let ended = {
             let metadata = self.metadata.borrow();
             self.sessions.borrow_mut().end_where(|_, record| {
@@ -641,7 +670,7 @@ impl Server {
             .sessions
             .borrow_mut()
             .end_where(|client_id, record| record.user_id == user_id && Some(client_id) != keep);
-        self.evict_ended(&ended, now_us(), "its user's password changed");
+        self.evict_ended(&ended, self.now_us(), "its user's password changed");
     }
 
     /// Makes the ended sessions of `ended` leave their groups and evicts their connections.
@@ -681,7 +710,7 @@ impl Server {
             .values()
             .any(|record| record.client_id == Some(client_id));
         if !attached {
-            self.data.leave_all_groups(client_id, now_us());
+            self.data.leave_all_groups(client_id, self.now_us());
         }
     }
 
@@ -747,15 +776,6 @@ fn header_eviction(error: &DecodeError, bound: bool) -> EvictionReason {
         "request.session" => EvictionReason::SessionTooLow,
         _ => EvictionReason::InvalidRequestBody,
     }
-}
-
-/// µs since the Unix epoch; 0 if the clock is before it.
-pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-        })
 }
 
 #[cfg(test)]

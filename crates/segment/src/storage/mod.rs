@@ -7,6 +7,7 @@
 
 #[cfg(feature = "compio")]
 pub mod compio;
+pub mod either;
 pub mod memory;
 #[cfg(test)]
 mod tests;

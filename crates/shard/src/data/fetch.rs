@@ -2,8 +2,6 @@
 //! topic, with `min_count`, `count` and `max_bytes` applying to the sum of all sections and a
 //! status per section.
 
-use std::time::{Duration, Instant};
-
 use proto::codec::encode_to_vec;
 use proto::commands::messages::{FetchMessages, FetchSection, FetchedMessages};
 use proto::header::PartitionContext;
@@ -145,7 +143,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// Runs a fetch: parks until `min_count` messages over all sections are there, the wait
     /// passes or `cancel` fires; then auto-commits and answers.
     pub async fn fetch(&self, plan: &FetchPlan, cancel: &Cancel) -> Result<Fetched, DataError> {
-        let deadline = Instant::now() + Duration::from_micros(plan.wait_us);
+        let deadline = self.clock.now_us().saturating_add(plan.wait_us);
         loop {
             let mut waits: Vec<Waiting<'_>> = plan
                 .targets
@@ -161,12 +159,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 }
             };
             let enough = fetched.messages_count() >= u64::from(plan.min_count);
-            if enough || Instant::now() >= deadline || cancel.is_cancelled() {
+            if enough || self.clock.now_us() >= deadline || cancel.is_cancelled() {
                 self.end_group_polls(plan, Some(&mut fetched));
                 commit(plan, &fetched).await?;
                 return Ok(fetched);
             }
-            waits.push(Box::pin(compio::time::sleep_until(deadline)));
+            waits.push(self.clock.sleep_until(deadline));
             waits.push(Box::pin(cancel.cancelled()));
             race(waits).await;
         }

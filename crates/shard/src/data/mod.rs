@@ -49,8 +49,14 @@ use segment::layout::partition_directory;
 use segment::log::LogConfig;
 use segment::storage::Storage;
 use segment::storage::compio::CompioStorage;
+use segment::storage::either::Either;
+use segment::storage::memory::MemoryStorage;
 
+use crate::clock::{Clock, SystemClock};
 use crate::metadata::{Metadata, MetadataOp, Topic};
+
+/// The storage a shard runs on: real files (compio), or memory under the simulator.
+pub type ShardStorage = Either<CompioStorage, MemoryStorage>;
 
 /// One partition's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -158,7 +164,7 @@ pub const REPLY_RECORD_BYTES_MAX: u64 = 16 << 20;
 
 /// Every partition of the shard and every consumer group's live state.
 #[derive(Debug)]
-pub struct DataPlane<S: Storage = CompioStorage> {
+pub struct DataPlane<S: Storage = ShardStorage> {
     storage: S,
     root: PathBuf,
     config: GroupConfig,
@@ -173,12 +179,15 @@ pub struct DataPlane<S: Storage = CompioStorage> {
     balanced: RefCell<BTreeMap<(u32, u32), u32>>,
     /// Reads verify every message checksum (`[system.partition] validate_checksum`).
     validate_checksum: bool,
+    /// The time of group hand-offs and the deadlines of parked polls and fetches.
+    clock: Arc<dyn Clock>,
 }
 
-impl DataPlane<CompioStorage> {
+impl DataPlane<ShardStorage> {
     /// The data plane on real files under `root` (the `system.path`).
     pub fn new(root: PathBuf) -> Self {
-        Self::with_storage(CompioStorage::new(), root, GroupConfig::default())
+        let storage = Either::Left(CompioStorage::new());
+        Self::with_storage(storage, root, GroupConfig::default())
     }
 }
 
@@ -207,7 +216,14 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             balanced: RefCell::new(BTreeMap::new()),
             // The server's default (`[system.partition] validate_checksum = true`).
             validate_checksum: true,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same data plane on `clock`'s time.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The same data plane, opening partitions whose reads verify every message checksum
@@ -520,7 +536,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     |mut runtime| {
                         // A hand-off this starts waits from now, not from the epoch (which
                         // would make it time out at once).
-                        runtime.set_partitions(partitions.clone(), crate::server::now_us());
+                        runtime.set_partitions(partitions.clone(), self.clock.now_us());
                         runtime
                     },
                 );

@@ -2,8 +2,6 @@
 //! offsets (synchronous), then reading, auto-committing and, for deferred polls and fetches,
 //! parking until enough messages arrive, the wait runs out or the request is cancelled.
 
-use std::time::{Duration, Instant};
-
 use proto::Dialect;
 use proto::ErrorCode;
 use proto::codec::{Writer, encode_to_vec};
@@ -328,11 +326,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         wait_us: u64,
         cancel: &Cancel,
     ) -> Result<Polled, DataError> {
-        let deadline = Instant::now() + Duration::from_micros(wait_us);
+        let deadline = self.clock.now_us().saturating_add(wait_us);
         loop {
             let appended = plan.handle.appended();
             let records = self.read_counted(plan).await?;
-            let now = Instant::now();
+            let now = self.clock.now_us();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {
                 self.serve_group_poll(plan, records.last_offset)?;
@@ -340,7 +338,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             }
             race(vec![
                 Box::pin(appended),
-                Box::pin(compio::time::sleep_until(deadline)),
+                self.clock.sleep_until(deadline),
                 Box::pin(cancel.cancelled()),
             ])
             .await;

@@ -14,7 +14,6 @@ use proto::primitives::Identifier;
 use proto::result::ResultSection;
 use proto::{Dialect, codec::WireName};
 
-use super::messages::now_us;
 use crate::connection::Connection;
 use crate::data::{DataPlane, GroupKey, resolve_group, resolve_topic};
 use crate::metadata::{Metadata, MetadataOp};
@@ -29,7 +28,7 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
-    let (client_id, dialect, now) = (header.client.get(), connection.dialect, now_us());
+    let (client_id, dialect, now) = (header.client.get(), connection.dialect, server.now_us());
     let result = match request {
         Request::GetConsumerGroup(get) => {
             let metadata = server.metadata.borrow();
@@ -239,7 +238,7 @@ async fn create_group(
             topic_id: topic.id,
             id: topic.next_group_id,
             name: name.as_str().to_owned(),
-            created_at: now_us(),
+            created_at: server.now_us(),
         }
     };
     let MetadataOp::CreateConsumerGroup {

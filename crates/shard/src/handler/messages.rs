@@ -5,8 +5,6 @@
 //! Parked requests (106, 109) register with [`Server::park`] under (client id, request
 //! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use proto::ErrorCode;
 use proto::codec::encode_to_vec;
 use proto::commands::Request;
@@ -22,15 +20,6 @@ use crate::server::Server;
 
 /// Budget of a `POLL_MESSAGES` (100) reply, which carries none of its own.
 const POLL_BYTES_DEFAULT: u64 = crate::data::REPLY_RECORD_BYTES_MAX;
-
-/// Wall-clock µs since the epoch, for append stamps and group heartbeats.
-pub(crate) fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-        })
-}
 
 /// `41 Unauthorized` unless the connection's user may do `allowed` on the named topic
 /// (PROTOCOL.md §7.5); an unknown stream or topic passes, so the plan refuses it with its
@@ -95,7 +84,7 @@ pub(crate) async fn handle(
                 dialect,
                 context,
                 max_bytes: POLL_BYTES_DEFAULT,
-                now_us: now_us(),
+                now_us: server.now_us(),
             };
             let _replies = connection.replies.acquire(request.max_bytes).await;
             poll(server, operation, commit, &request, None, number).await
@@ -107,7 +96,7 @@ pub(crate) async fn handle(
                 dialect,
                 context,
                 max_bytes: u64::from(deferred.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX),
-                now_us: now_us(),
+                now_us: server.now_us(),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
             let _replies = connection.replies.acquire(request.max_bytes).await;
@@ -207,7 +196,7 @@ async fn fetch_messages(
         let metadata = server.metadata.borrow();
         server
             .data
-            .plan_fetch(&metadata, fetch, client_id, now_us())
+            .plan_fetch(&metadata, fetch, client_id, server.now_us())
     };
     let plan = match plan {
         Ok(plan) => plan,
@@ -239,7 +228,7 @@ async fn send_messages(
     };
     match server
         .data
-        .send(&plan, send.batch.as_bytes().to_vec(), now_us())
+        .send(&plan, send.batch.as_bytes().to_vec(), server.now_us())
         .await
     {
         Ok(confirmations) => Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit),

@@ -16,7 +16,7 @@ use crate::data::PartitionKey;
 use crate::metadata::permissions::{can_manage_topic, require};
 use crate::metadata::validate;
 use crate::outcome::Outcome;
-use crate::server::{Server, now_us};
+use crate::server::Server;
 
 pub(crate) async fn handle(
     server: &Server,
@@ -30,7 +30,7 @@ pub(crate) async fn handle(
             let op = {
                 let metadata = server.metadata.borrow();
                 call.actor(&metadata).and_then(|actor| {
-                    validate::create_partitions(&metadata, actor, &create, now_us())
+                    validate::create_partitions(&metadata, actor, &create, server.now_us())
                 })
             };
             call.commit(server, op, |_, _| Some(Empty)).await

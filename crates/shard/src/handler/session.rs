@@ -15,7 +15,7 @@ use super::operation_of;
 use crate::connection::{BoundSession, Connection};
 use crate::metadata::auth::{dummy_password_hash, token_digest};
 use crate::outcome::Outcome;
-use crate::server::{SERVER_VERSION, Server, now_us};
+use crate::server::{SERVER_VERSION, Server};
 
 /// The codes of this family that arrive through dispatch (logins come through [`login`]).
 pub(crate) fn handle(
@@ -30,7 +30,9 @@ pub(crate) fn handle(
         Request::LogoutUser(_) => {
             if let Some(bound) = connection.session.take() {
                 server.sessions.borrow_mut().end(bound.client_id);
-                server.data.leave_all_groups(bound.client_id, now_us());
+                server
+                    .data
+                    .leave_all_groups(bound.client_id, server.now_us());
             }
             Outcome::ok(Operation::Logout, Vec::new(), commit)
         }
@@ -131,7 +133,7 @@ async fn authenticate(
             let user = server
                 .metadata
                 .borrow()
-                .authenticate_token(token.expose(), now_us());
+                .authenticate_token(token.expose(), server.now_us());
             (user, secret)
         }
     };
@@ -155,11 +157,15 @@ async fn password_login(
     password: Secret,
 ) -> Result<u32, ErrorCode> {
     let address = connection.address.ip();
-    if let Err(until_us) = server.logins.borrow().check(address, username, now_us()) {
+    if let Err(until_us) = server
+        .logins
+        .borrow()
+        .check(address, username, server.now_us())
+    {
         log::info!(
             "client {} ({address}): login as {username:?} refused: backing off for {} ms",
             connection.client_number,
-            until_us.saturating_sub(now_us()) / 1000
+            until_us.saturating_sub(server.now_us()) / 1000
         );
         return Err(ErrorCode::InvalidCredentials);
     }
@@ -170,7 +176,7 @@ async fn password_login(
         server
             .logins
             .borrow_mut()
-            .failed(address, username, now_us());
+            .failed(address, username, server.now_us());
     }
     let stored = server
         .metadata
@@ -199,7 +205,7 @@ async fn password_login(
         Err(_) if !suspect => server
             .logins
             .borrow_mut()
-            .failed(address, username, now_us()),
+            .failed(address, username, server.now_us()),
         Err(_) => {}
     }
     result
@@ -222,16 +228,18 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
     let Some(record) = record else {
         return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
     };
-    let identity =
-        server
-            .metadata
-            .borrow()
-            .session_identity(record.user_id, record.token.as_ref(), now_us());
+    let identity = server.metadata.borrow().session_identity(
+        record.user_id,
+        record.token.as_ref(),
+        server.now_us(),
+    );
     if identity.is_err() {
         // Its user or token lapsed (an expired token, say): the session ends here rather
         // than being bound again and again.
         server.sessions.borrow_mut().end(bind.client_id);
-        server.data.leave_all_groups(bind.client_id, now_us());
+        server
+            .data
+            .leave_all_groups(bind.client_id, server.now_us());
         return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
     }
     connection.dialect = dialect;

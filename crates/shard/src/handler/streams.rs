@@ -14,7 +14,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_list_streams, can_manage_stream, can_read_stream, require};
 use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
-use crate::server::{Server, now_us};
+use crate::server::Server;
 
 pub(crate) async fn handle(
     server: &Server,
@@ -52,7 +52,7 @@ pub(crate) async fn handle(
         }
         Request::CreateStream(create) => {
             let op = call.validate(server, |metadata, actor| {
-                validate::create_stream(metadata, actor, &create, now_us())
+                validate::create_stream(metadata, actor, &create, server.now_us())
             });
             let id = match &op {
                 Ok(MetadataOp::CreateStream { id, .. }) => *id,

@@ -21,7 +21,7 @@ use crate::data::GroupKey;
 use crate::metadata::{Metadata, TopicSettings, options, permissions};
 use crate::outcome::Outcome;
 use crate::procfs::ProcessNumbers;
-use crate::server::{ClientRecord, SERVER_SEMVER, SERVER_VERSION, Server, now_us};
+use crate::server::{ClientRecord, SERVER_SEMVER, SERVER_VERSION, Server};
 
 const NR: Operation = Operation::NonReplicated;
 
@@ -229,7 +229,7 @@ fn stats(server: &Server) -> Stats {
     }
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let totals = server.data.totals(None, None);
-    let now = now_us();
+    let now = server.now_us();
     let cpu = server.cpu.read();
     let (free_disk_space, total_disk_space) = crate::cpu::disk_space(server.data.root());
     Stats {

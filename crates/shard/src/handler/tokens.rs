@@ -14,7 +14,7 @@ use crate::connection::Connection;
 use crate::metadata::auth::mint_token;
 use crate::metadata::{responses, validate};
 use crate::outcome::Outcome;
-use crate::server::{Server, now_us};
+use crate::server::Server;
 
 pub(crate) async fn handle(
     server: &Server,
@@ -54,7 +54,7 @@ async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccess
     let op = {
         let metadata = server.metadata.borrow();
         call.actor(&metadata).and_then(|actor| {
-            validate::create_token(actor, create, now_us(), minted.token_hash.clone())
+            validate::create_token(actor, create, server.now_us(), minted.token_hash.clone())
         })
     };
     // A base64url token of 50 bytes is 67 ASCII bytes: always a valid secret.

@@ -15,7 +15,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
 use crate::metadata::{MetadataOp, TopicSettings, responses, validate};
 use crate::outcome::Outcome;
-use crate::server::{Server, now_us};
+use crate::server::Server;
 
 pub(crate) async fn handle(
     server: &Server,
@@ -31,7 +31,7 @@ pub(crate) async fn handle(
             let op = {
                 let metadata = server.metadata.borrow();
                 call.actor(&metadata).and_then(|actor| {
-                    validate::create_topic(&metadata, actor, &create, now_us(), &defaults)
+                    validate::create_topic(&metadata, actor, &create, server.now_us(), &defaults)
                 })
             };
             let (stream_id, id) = match &op {

@@ -14,7 +14,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_read_users, require};
 use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
-use crate::server::{Server, now_us};
+use crate::server::Server;
 use proto::commands::Empty;
 use proto::commands::users::ChangePassword;
 
@@ -29,7 +29,7 @@ pub(crate) async fn handle(
         request @ (Request::GetUser(_) | Request::GetUsers(_)) => read(server, call, &request),
         Request::CreateUser(create) => {
             let checked = call.validate(server, |metadata, actor| {
-                validate::create_user(metadata, actor, &create, now_us(), unhashed)
+                validate::create_user(metadata, actor, &create, server.now_us(), unhashed)
             });
             let hashed = match checked {
                 Ok(_) => hash(server, create.password.expose()).await,
@@ -38,7 +38,7 @@ pub(crate) async fn handle(
             // Validated again: the metadata may have changed while the hash was made.
             let op = hashed.and_then(|hashed| {
                 call.validate(server, |metadata, actor| {
-                    validate::create_user(metadata, actor, &create, now_us(), |_| Ok(hashed))
+                    validate::create_user(metadata, actor, &create, server.now_us(), |_| Ok(hashed))
                 })
             });
             let id = match &op {

@@ -15,7 +15,8 @@ use proto::header::{EvictionReason, Operation, RequestHeader};
 use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
-use super::{Server, ServerInfo, now_us};
+use super::{Server, ServerInfo};
+use crate::clock::system_now_us as now_us;
 use crate::connection::{Connection, TransportKind};
 use crate::data::GroupKey;
 use crate::metadata::Metadata;
