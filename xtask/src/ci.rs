@@ -77,6 +77,7 @@ fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
         Step::Test => test(sh)?,
         Step::NoStd => cmd!(sh, "cargo check -p proto --no-default-features").run()?,
         Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
+        Step::Vopr => crate::vopr::ci(sh)?,
         Step::Compat => compat(sh)?,
         Step::Integration => integration(sh)?,
         Step::Fuzz => fuzz(sh)?,

@@ -12,8 +12,13 @@ commands:
   tidy                    line length, function length, banned text, module docs,
                           features.md sync and the no_std dependency rule
   ci [--skip <step>]...   every check and test, failing fast; <step> is one of
-                          install fmt clippy tidy test no-std deny compat fuzz,
+                          install fmt clippy tidy test no-std deny vopr compat
+                          integration fuzz,
                           or a comma-separated list of them
+  vopr [--seed S] [--seeds N] [--requests R]
+                          the deterministic simulator (crates/sim), release build
+  vopr --broken           each deliberately broken build (`__` features of crates/sim)
+                          must be caught within 100 seeds
   help                    this text
 ";
 
@@ -21,7 +26,13 @@ commands:
 pub(crate) enum Command {
     Help,
     Tidy,
-    Ci { skip: Vec<Step> },
+    Ci {
+        skip: Vec<Step>,
+    },
+    /// The simulator's arguments, passed through; `--broken` runs the broken builds.
+    Vopr {
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,13 +44,14 @@ pub(crate) enum Step {
     Test,
     NoStd,
     Deny,
+    Vopr,
     Compat,
     Integration,
     Fuzz,
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 10] = [
+    pub(crate) const ALL: [Step; 11] = [
         Step::Install,
         Step::Fmt,
         Step::Clippy,
@@ -47,6 +59,7 @@ impl Step {
         Step::Test,
         Step::NoStd,
         Step::Deny,
+        Step::Vopr,
         Step::Compat,
         Step::Integration,
         Step::Fuzz,
@@ -61,6 +74,7 @@ impl Step {
             Step::Test => "test",
             Step::NoStd => "no-std",
             Step::Deny => "deny",
+            Step::Vopr => "vopr",
             Step::Compat => "compat",
             Step::Integration => "integration",
             Step::Fuzz => "fuzz",
@@ -103,6 +117,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, F
         "help" | "-h" | "--help" => no_more_arguments(args, Command::Help),
         "tidy" => no_more_arguments(args, Command::Tidy),
         "ci" => parse_ci(args),
+        "vopr" => Ok(Command::Vopr {
+            args: args.collect(),
+        }),
         _ => Err(FlagsError::UnknownCommand(command)),
     }
 }
@@ -148,6 +165,12 @@ mod tests {
         assert_eq!(parse_str(""), Ok(Command::Help));
         assert_eq!(parse_str("tidy"), Ok(Command::Tidy));
         assert_eq!(parse_str("ci"), Ok(Command::Ci { skip: vec![] }));
+        assert_eq!(
+            parse_str("vopr --seed 7"),
+            Ok(Command::Vopr {
+                args: vec!["--seed".into(), "7".into()]
+            })
+        );
         assert_eq!(
             parse_str("lint"),
             Err(FlagsError::UnknownCommand("lint".into()))

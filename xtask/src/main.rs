@@ -6,6 +6,7 @@
 mod ci;
 mod flags;
 mod tidy;
+mod vopr;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ fn run(command: flags::Command) -> Result<(), DynError> {
         }
         flags::Command::Tidy => tidy::run(&sh),
         flags::Command::Ci { skip } => ci::run(&sh, &skip),
+        flags::Command::Vopr { args } => vopr::run(&sh, &args),
     }
 }
 

@@ -523,7 +523,9 @@ impl<S: Storage + Clone + 'static> Task<S> {
         if round.is_empty() {
             return;
         }
-        let needs_sync = round.iter().any(|pending| pending.needs_sync);
+        // The broken build of `__ack_before_write` acknowledges without syncing.
+        let needs_sync =
+            round.iter().any(|pending| pending.needs_sync) && !cfg!(feature = "__ack_before_write");
         let mut failure = None;
         if needs_sync
             && let Some(log) = self.log.as_mut()

@@ -606,3 +606,33 @@ fn damage_a_read_finds_behind_trusted_indexes_is_served_up_to_and_quarantines() 
     assert_eq!(offsets(&later), (6..24).collect::<Vec<u64>>());
     assert!(state(&storage).next_offset >= 24);
 }
+
+/// A power loss while `partition.state` was being written (short, or torn in place) must
+/// not keep the partition from opening: it reopens from its segments, as after an unclean
+/// stop with nothing reserved. Found by the simulator (seed 1): the server did not start.
+#[test]
+fn an_unreadable_state_file_reopens_from_the_segments() {
+    for keep in [0, 41] {
+        let storage = MemoryStorage::new();
+        four_segments(&storage);
+        let path = state_path(&directory());
+        let mut bytes = storage.contents(&path).unwrap();
+        bytes.truncate(keep);
+        if keep == 0 {
+            bytes = vec![0xA5; 56];
+        }
+        storage.replace(&path, bytes);
+        let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        assert!(
+            !report.clean,
+            "kept {keep}: an unreadable state is an unclean stop"
+        );
+        assert_eq!(
+            log.next_offset(),
+            24,
+            "kept {keep}: offsets continue after the segments"
+        );
+        append(&mut log, batch(2, PAYLOAD), 99);
+        assert_eq!(all(&log).len(), 26);
+    }
+}

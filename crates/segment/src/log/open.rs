@@ -148,7 +148,25 @@ async fn read_state<S: Storage>(
         .await
         .map_err(io("open", &path))?;
     let bytes = read_all(&file).await.map_err(io("read", &path))?;
-    PartitionState::decode(&bytes).map_err(|source| OpenError::State { path, source })
+    match PartitionState::decode(&bytes) {
+        Ok(state) => Ok(state),
+        Err(source) => {
+            // The state is rewritten in place and synced after; a crash before the sync may
+            // leave it short (a new file) or torn. It only holds the offset reservation, so
+            // the partition opens as after an unclean stop with nothing reserved: offsets
+            // continue from what the segments hold. Refusing would leave the server unable
+            // to start after a power loss at the wrong moment.
+            log::warn!(
+                "{}: partition state unreadable ({source}); continuing from the segments",
+                path.display()
+            );
+            Ok(PartitionState {
+                clean: false,
+                next_offset: 0,
+                boot_id: [0; 16],
+            })
+        }
+    }
 }
 
 async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec<u64>, OpenError> {

@@ -91,6 +91,20 @@ pub fn assign(members: &[u128], partitions: &[u32]) -> BTreeMap<u32, u128> {
         .collect()
 }
 
+/// Whether `client_id` may be served a partition of `ownership`: its owner, unless the
+/// partition is being handed off.
+fn serves(ownership: &Ownership, client_id: u128) -> bool {
+    if cfg!(feature = "__double_group_owner") {
+        // Deliberately broken (simulator check): the owner keeps serving while the member
+        // it is being handed to already serves too.
+        let target = ownership
+            .revoking
+            .is_some_and(|revoking| revoking.to == client_id);
+        return ownership.owner == client_id || target;
+    }
+    ownership.owner == client_id && ownership.revoking.is_none()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Member {
     slot: u32,
@@ -256,7 +270,22 @@ impl GroupRuntime {
     pub fn may_serve(&self, client_id: u128, partition_id: u32) -> bool {
         self.owners
             .get(&partition_id)
-            .is_some_and(|ownership| ownership.owner == client_id && ownership.revoking.is_none())
+            .is_some_and(|ownership| serves(ownership, client_id))
+    }
+
+    /// The members that may be served `partition_id` now: one at most (the simulator checks
+    /// it after every step).
+    pub fn servers_of(&self, partition_id: u32) -> Vec<u128> {
+        self.members
+            .keys()
+            .copied()
+            .filter(|member| self.may_serve(*member, partition_id))
+            .collect()
+    }
+
+    /// Every partition of the topic.
+    pub fn partitions(&self) -> &[u32] {
+        &self.partitions
     }
 
     /// Whether the group has data in flight on `partition_id`: a poll of it between its check
@@ -316,9 +345,7 @@ impl GroupRuntime {
         }
         self.complete_revocations(now_us, config);
         match self.owners.get(&partition_id) {
-            Some(ownership) if ownership.owner == client_id && ownership.revoking.is_none() => {
-                Ok(self.generation)
-            }
+            Some(ownership) if serves(ownership, client_id) => Ok(self.generation),
             _ => Err(ErrorCode::ConsumerGroupPartitionNotOwned),
         }
     }

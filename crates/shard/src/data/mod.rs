@@ -430,6 +430,21 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         }
     }
 
+    /// For every group and partition, the members that may be served it now (leader only).
+    pub fn group_servers(&self) -> Vec<(GroupKey, u32, Vec<u128>)> {
+        let groups = self.groups.borrow();
+        groups
+            .iter()
+            .flat_map(|(key, group)| {
+                group
+                    .partitions()
+                    .iter()
+                    .map(|partition| (*key, *partition, group.servers_of(*partition)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// Whether `client_id` is a member of any group.
     pub fn is_group_member(&self, client_id: u128) -> bool {
         let groups = self.groups.borrow();
