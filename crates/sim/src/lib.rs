@@ -121,6 +121,9 @@ pub struct Sim {
     pub full_until_us: u64,
     /// Metadata changes made by the admin client so far (names are never reused).
     pub admin_changes: u32,
+    /// A write or sync fault struck in this life: a partition may be poisoned without any
+    /// answer having said so (the crash cut it off), and so reopen past its reservation.
+    pub io_fault_in_life: bool,
     trace: Vec<String>,
     /// The request count at which the run crashes next.
     next_crash_at: u64,
@@ -171,6 +174,7 @@ impl Sim {
             faults: 0,
             full_until_us: 0,
             admin_changes: 0,
+            io_fault_in_life: false,
             trace: Vec::new(),
             next_crash_at,
         }
@@ -232,6 +236,11 @@ impl Sim {
         for index in 0..self.clients.len() {
             if let Some(intent) = self.clients[index].busy.take() {
                 self.uncertain(&intent);
+            }
+        }
+        if std::mem::take(&mut self.io_fault_in_life) {
+            for model in self.partitions.values_mut() {
+                model.may_jump = true;
             }
         }
         if mode != CrashMode::ProcessOnly {
@@ -301,7 +310,9 @@ impl Sim {
             return;
         }
         self.faults += 1;
-        match self.rng.below(3) {
+        let kind = self.rng.below(3);
+        self.io_fault_in_life |= kind < 2;
+        match kind {
             0 => {
                 self.storage.set_faults(Faults {
                     write_errors: 1,
