@@ -131,6 +131,11 @@ pub struct Sim {
 
 /// Runs seed `seed`; the report, or the first violation found.
 pub fn run(seed: u64, options: Options) -> Result<Report, Failure> {
+    run_to_end(seed, options).map(|sim| sim.report())
+}
+
+/// Lives until the run ends (the finished run) or a violation (its failure).
+fn run_to_end(seed: u64, options: Options) -> Result<Sim, Failure> {
     let mut sim = Sim::new(seed, options);
     loop {
         let runtime = compio::runtime::Runtime::new().expect("a compio runtime starts");
@@ -138,7 +143,7 @@ pub fn run(seed: u64, options: Options) -> Result<Report, Failure> {
         drop(runtime);
         sim.clock.clear_timers();
         match ended {
-            Ok(LifeEnd::Done) => return Ok(sim.report()),
+            Ok(LifeEnd::Done) => return Ok(sim),
             Ok(LifeEnd::Crash) => sim.crash(),
             Err(violation) => return Err(sim.failure(violation)),
         }
@@ -356,27 +361,11 @@ impl Sim {
             trace: self.trace.clone(),
         }
     }
-
-    /// The whole trace, for the determinism test.
-    pub fn trace_lines(&self) -> &[String] {
-        &self.trace
-    }
 }
 
 /// Runs seed `seed` and returns its whole trace (or the failure).
 pub fn trace_of(seed: u64, options: Options) -> Result<Vec<String>, Failure> {
-    let mut sim = Sim::new(seed, options);
-    loop {
-        let runtime = compio::runtime::Runtime::new().expect("a compio runtime starts");
-        let ended = runtime.block_on(sim.life());
-        drop(runtime);
-        sim.clock.clear_timers();
-        match ended {
-            Ok(LifeEnd::Done) => return Ok(sim.trace),
-            Ok(LifeEnd::Crash) => sim.crash(),
-            Err(violation) => return Err(sim.failure(violation)),
-        }
-    }
+    run_to_end(seed, options).map(|sim| sim.trace)
 }
 
 /// FNV-1a over the trace lines.

@@ -9,7 +9,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use proto::codec::Reader;
-use proto::codes::CommandCode;
 use proto::commands::decode_optional;
 use proto::commands::groups::ConsumerGroupAssignment;
 use proto::commands::messages::SendConfirmations;
@@ -628,15 +627,3 @@ pub async fn stored_offset(
 pub fn by_offset(offset: u64) -> PollingStrategy {
     PollingStrategy::offset(offset)
 }
-
-/// The code a group request refusal for a non-member carries.
-pub const NOT_A_MEMBER: u32 = 5006;
-
-/// `CommandCode`s of the admin's metadata changes.
-pub const ADMIN_CODES: [CommandCode; 5] = [
-    CommandCode::CreateTopic,
-    CommandCode::DeleteTopic,
-    CommandCode::CreatePartitions,
-    CommandCode::CreatePersonalAccessToken,
-    CommandCode::DeletePersonalAccessToken,
-];
