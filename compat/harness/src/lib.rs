@@ -8,11 +8,11 @@
 //! 127.0.0.1.
 
 use std::fs::File;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -144,6 +144,26 @@ impl Server {
         )
     }
 
+    /// Whether the server log contains `needle` within `timeout`. The log is written by the
+    /// server as it goes, so a line may land a moment after the state a test observed (the
+    /// listener accepts before start-up finishes logging).
+    pub fn log_shows_within(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut text = String::new();
+            if let Ok(mut file) = File::open(&self.log_path) {
+                let _ = file.read_to_string(&mut text);
+            }
+            if text.contains(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn spawn(&mut self, fresh: bool) {
         self.starts += 1;
         let log = File::options()
@@ -268,7 +288,10 @@ pub fn free_loopback_address() -> SocketAddr {
             return address;
         }
     }
-    panic!("no free loopback port in {PORT_FIRST}..{}", PORT_FIRST + PORT_SPAN)
+    panic!(
+        "no free loopback port in {PORT_FIRST}..{}",
+        PORT_FIRST + PORT_SPAN
+    )
 }
 
 fn signal(child: &Child, signal: libc::c_int) {

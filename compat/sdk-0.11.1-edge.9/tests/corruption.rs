@@ -18,7 +18,10 @@ async fn fill(client: &IggyClient, partition: u32, count: u64) {
             .map(|index| {
                 let mut payload = index.to_le_bytes().to_vec();
                 payload.resize(1_000, b'x');
-                IggyMessage::builder().payload(payload.into()).build().unwrap()
+                IggyMessage::builder()
+                    .payload(payload.into())
+                    .build()
+                    .unwrap()
             })
             .collect();
         let partitioning = Partitioning::partition_id(partition);
@@ -79,7 +82,9 @@ fn a_flipped_byte_in_a_sealed_segment_quarantines_only_its_partition() {
             segment_size: Some(IggyByteSize::from(MIB)),
             ..TopicCreateOptions::default()
         };
-        root.create_topic(&id("damaged"), "t", &options).await.unwrap();
+        root.create_topic(&id("damaged"), "t", &options)
+            .await
+            .unwrap();
         fill(&root, 0, 2_500).await;
         fill(&root, 1, 300).await;
     });
@@ -107,19 +112,44 @@ fn a_flipped_byte_in_a_sealed_segment_quarantines_only_its_partition() {
     run(async {
         let root = root_client(&server).await;
         let offsets = readable(&root, 0).await;
-        println!("partition 0 reads {} message(s) up to the damage", offsets.len());
-        assert!(!offsets.is_empty() && offsets.len() < 2_500, "reads up to the damage");
-        assert!(offsets.iter().enumerate().all(|(index, offset)| *offset == index as u64));
-        let mut one = vec![IggyMessage::builder().payload("late".into()).build().unwrap()];
+        println!(
+            "partition 0 reads {} message(s) up to the damage",
+            offsets.len()
+        );
+        assert!(
+            !offsets.is_empty() && offsets.len() < 2_500,
+            "reads up to the damage"
+        );
+        assert!(
+            offsets
+                .iter()
+                .enumerate()
+                .all(|(index, offset)| *offset == index as u64)
+        );
+        let mut one = vec![
+            IggyMessage::builder()
+                .payload("late".into())
+                .build()
+                .unwrap(),
+        ];
         let refused = root
-            .send_messages(&id("damaged"), &id("t"), &Partitioning::partition_id(0), &mut one)
+            .send_messages(
+                &id("damaged"),
+                &id("t"),
+                &Partitioning::partition_id(0),
+                &mut one,
+            )
             .await
             .expect_err("a quarantined partition refuses sends");
         assert_eq!(refused.as_code(), 4010, "{refused}");
-        assert_eq!(readable(&root, 1).await.len(), 300, "the other partition reads");
+        assert_eq!(
+            readable(&root, 1).await.len(),
+            300,
+            "the other partition reads"
+        );
         fill(&root, 1, 100).await;
         assert!(
-            server.log_tail().contains(&file_name),
+            server.log_shows_within(&file_name, LOG_WAIT),
             "the log names the damaged file\n{}",
             server.log_tail()
         );

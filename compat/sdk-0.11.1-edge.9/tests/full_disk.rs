@@ -74,7 +74,12 @@ async fn send_one_batch(client: &IggyClient, first: u64) -> Result<(), IggyError
         })
         .collect();
     client
-        .send_messages(&id("full"), &id("t"), &Partitioning::partition_id(0), &mut batch)
+        .send_messages(
+            &id("full"),
+            &id("t"),
+            &Partitioning::partition_id(0),
+            &mut batch,
+        )
         .await
         .map(drop)
 }

@@ -92,12 +92,23 @@ fn the_remaining_member_takes_everything_and_stays_when_the_other_disconnects() 
         leaving.disconnect().await.expect("disconnect");
         drop(leaving);
         let after = wait_for_shares(&root, |shares| shares == [PARTITIONS]).await;
-        assert_eq!(after, vec![PARTITIONS], "the remaining member owns everything");
+        assert_eq!(
+            after,
+            vec![PARTITIONS],
+            "the remaining member owns everything"
+        );
         // Well past the stale limit (9.6 s) and any group timer: still a member.
         for _ in 0..15 {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            staying.ping().await.expect("the remaining member is served");
+            staying
+                .ping()
+                .await
+                .expect("the remaining member is served");
         }
-        assert_eq!(shares(&root).await, vec![PARTITIONS], "still the only member");
+        assert_eq!(
+            shares(&root).await,
+            vec![PARTITIONS],
+            "still the only member"
+        );
     });
 }

@@ -349,7 +349,7 @@ fn a_silent_member_is_evicted_as_a_stale_client() {
         let details = root.get_consumer_group(&stream, &topic, &group).await;
         assert_eq!(details.unwrap().unwrap().members_count, 0);
         assert!(
-            server.log_tail().contains("evicted"),
+            server.log_shows_within("evicted", LOG_WAIT),
             "the server logs the eviction\n{}",
             server.log_tail()
         );

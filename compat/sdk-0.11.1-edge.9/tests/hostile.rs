@@ -82,7 +82,13 @@ fn an_unprivileged_user_gets_41_for_every_group_command() {
         // Nothing changed: the group is still there, with nobody in it.
         let details = root.get_consumer_group(&stream, &topic, &workers);
         assert_eq!(details.await.unwrap().unwrap().members_count, 0);
-        assert_eq!(root.get_consumer_groups(&stream, &topic).await.unwrap().len(), 1);
+        assert_eq!(
+            root.get_consumer_groups(&stream, &topic)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
     });
 }
 
@@ -99,14 +105,24 @@ fn a_deleted_users_connection_is_refused_and_its_id_inherits_nothing() {
         assert!(doomed.get_streams().await.is_ok(), "it may read before");
         root.delete_user(&id("doomed")).await.expect("delete");
         let refused = doomed.get_streams().await;
-        assert!(refused.is_err(), "the deleted user's next request is refused");
+        assert!(
+            refused.is_err(),
+            "the deleted user's next request is refused"
+        );
         // A new user under the same id, with no rights: the old connection is not it.
         let second = create_plain_user(&root, "fresh", None).await;
         assert_eq!(first, second, "the id is reused");
         let after = doomed.get_streams().await;
-        assert!(after.is_err(), "the old session does not act as the new user");
+        assert!(
+            after.is_err(),
+            "the old session does not act as the new user"
+        );
         let fresh = client_with(&server, "fresh", "secret-1").await;
-        let code = fresh.get_streams().await.expect_err("fresh has no rights").as_code();
+        let code = fresh
+            .get_streams()
+            .await
+            .expect_err("fresh has no rights")
+            .as_code();
         assert_eq!(code, IggyError::Unauthorized.as_code());
     });
 }
@@ -118,7 +134,10 @@ fn a_login_completes_while_many_connections_announce_huge_bodies() {
         let mut hostile = Vec::new();
         for _ in 0..100 {
             let mut stream = TcpStream::connect(server.address()).await.unwrap();
-            stream.write_all(&header_announcing(64 << 20)).await.unwrap();
+            stream
+                .write_all(&header_announcing(64 << 20))
+                .await
+                .unwrap();
             hostile.push(stream);
         }
         let (elapsed, ok) = timed_login(&server, ROOT_USERNAME, ROOT_PASSWORD).await;
@@ -225,8 +244,14 @@ fn repeated_failures_back_off_then_a_correct_login_works_again() {
             assert!(!ok);
         }
         let (elapsed, ok) = timed_login(&server, "bob", "secret-1").await;
-        assert!(!ok, "blocked while backing off, even with the right password");
-        assert!(elapsed < Duration::from_millis(500), "refused without hashing");
+        assert!(
+            !ok,
+            "blocked while backing off, even with the right password"
+        );
+        assert!(
+            elapsed < Duration::from_millis(500),
+            "refused without hashing"
+        );
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         let (_, ok) = timed_login(&server, "bob", "secret-1").await;
         assert!(ok, "the right password works once the backoff passed");
@@ -249,7 +274,11 @@ fn data_files_are_private() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         if path.is_dir() {
             assert_eq!(mode & 0o077, 0, "{} is {mode:o}", path.display());
-            pending.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+            pending.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
         } else {
             assert_eq!(mode & 0o077, 0, "{} is {mode:o}", path.display());
         }
@@ -273,7 +302,10 @@ fn a_password_change_ends_the_users_other_sessions() {
             .change_password(&id("carol"), "secret-1", "secret-2")
             .await
             .expect("change the password");
-        assert!(changer.get_streams().await.is_ok(), "the changer's session stays");
+        assert!(
+            changer.get_streams().await.is_ok(),
+            "the changer's session stays"
+        );
         assert!(
             other.get_streams().await.is_err(),
             "a session opened with the old password ends"

@@ -24,7 +24,12 @@ async fn fill(client: &IggyClient, stream: &str, topic: &str, count: u64, size: 
             })
             .collect();
         client
-            .send_messages(&id(stream), &id(topic), &Partitioning::partition_id(0), &mut batch)
+            .send_messages(
+                &id(stream),
+                &id(topic),
+                &Partitioning::partition_id(0),
+                &mut batch,
+            )
             .await
             .expect("send");
     }
@@ -117,7 +122,11 @@ fn a_size_cap_holds_the_topic_at_the_cap_plus_the_active_segment() {
         let mut size = u64::MAX;
         for _ in 0..40 {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            let topic = root.get_topic(&id("capped"), &id("t")).await.unwrap().unwrap();
+            let topic = root
+                .get_topic(&id("capped"), &id("t"))
+                .await
+                .unwrap()
+                .unwrap();
             size = topic.size.as_bytes_u64();
             if size <= 3 * MIB {
                 break;
@@ -125,6 +134,10 @@ fn a_size_cap_holds_the_topic_at_the_cap_plus_the_active_segment() {
         }
         println!("capped topic holds {size} bytes (cap 2 MiB, 1 MiB segments)");
         assert!(size <= 3 * MIB + MIB / 8, "{size} bytes");
-        assert!(first_offset(&root, "capped", "t").await.is_some_and(|offset| offset > 0));
+        assert!(
+            first_offset(&root, "capped", "t")
+                .await
+                .is_some_and(|offset| offset > 0)
+        );
     });
 }

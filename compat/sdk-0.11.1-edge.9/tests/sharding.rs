@@ -17,7 +17,7 @@ const PER_CLIENT: u64 = 10;
 fn clients_on_both_shards_see_each_others_writes() {
     let server = Server::start_with_env(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")]);
     assert!(
-        server.log_tail().contains("2 shard(s)"),
+        server.log_shows_within("2 shard(s)", LOG_WAIT),
         "{}",
         server.log_tail()
     );
@@ -40,7 +40,15 @@ fn clients_on_both_shards_see_each_others_writes() {
         for (index, client) in (0u64..).zip(&clients) {
             for partition in 0..PARTITIONS {
                 let start = (index * u64::from(PARTITIONS) + u64::from(partition)) * PER_CLIENT;
-                send_range(client, STREAM, TOPIC, partition, start..start + PER_CLIENT, 5).await;
+                send_range(
+                    client,
+                    STREAM,
+                    TOPIC,
+                    partition,
+                    start..start + PER_CLIENT,
+                    5,
+                )
+                .await;
             }
         }
         // Every client reads everything back, from every partition.

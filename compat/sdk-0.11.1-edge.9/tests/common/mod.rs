@@ -11,6 +11,8 @@ use iggy::prelude::*;
 
 /// No test of this project may run longer than this.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a test waits for a line to reach the server log.
+pub const LOG_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `body` on a multi-threaded runtime, failing the test when it exceeds [`TEST_TIMEOUT`].
 pub fn run<F: Future<Output = ()>>(body: F) {
