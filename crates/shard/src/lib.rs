@@ -18,6 +18,7 @@ pub mod handler;
 pub mod hashing;
 pub mod liveness;
 pub mod login_limit;
+pub mod mail;
 pub mod metadata;
 pub mod node;
 pub mod outcome;

@@ -1,6 +1,6 @@
 //! Two shards on two threads, as the binary runs them: commits made from either shard reach
 //! both replicas before they are answered, partitions are split between the shards and
-//! reachable from both, and sessions the leader registers are live everywhere.
+//! reachable from both; the lanes between shards are bounded.
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -9,8 +9,13 @@ use std::sync::Arc;
 use proto::primitives::OptionsBlock;
 use segment::log::ReadStart;
 
-use super::{Inbox, Node};
-use crate::data::{GroupConfig, PartitionKey, ShardPlace};
+use futures_util::FutureExt;
+
+use super::{Inbox, Node, Running, ShardGone};
+use crate::clock::SystemClock;
+use crate::data::{GroupConfig, PartitionKey};
+use crate::hashing::HashPool;
+use crate::mail::{LANE_CAPACITY, ShardMessage};
 use crate::metadata::{Metadata, MetadataOp, TopicSettings};
 use crate::server::{Server, ServerInfo};
 
@@ -33,8 +38,8 @@ fn temporary_root() -> PathBuf {
     root
 }
 
-/// Runs shard 1 on its own thread until `stop` fires.
-fn spawn_replica(
+/// Runs the sequencer, shard 1, on its own thread until `stop` fires.
+fn spawn_sequencer(
     node: Arc<Node>,
     inbox: Inbox,
     root: PathBuf,
@@ -81,44 +86,35 @@ fn create_topic(partitions_count: u32) -> [MetadataOp; 2] {
 }
 
 #[test]
-fn two_shards_share_metadata_partitions_and_sessions() {
+fn two_shards_share_metadata_and_partitions_through_a_sequencer_other_than_shard_0() {
     let root = temporary_root();
-    let (node, inboxes) = Node::new(2);
-    let [leader_inbox, replica_inbox]: [Inbox; 2] = inboxes.try_into().unwrap();
+    let (node, inboxes) = Node::with(2, 1, Arc::new(SystemClock), HashPool::inline());
+    let [replica_inbox, sequencer_inbox]: [Inbox; 2] = inboxes.try_into().unwrap();
     let (stop, stopping) = crossfire::oneshot::oneshot();
-    let replica = spawn_replica(Arc::clone(&node), replica_inbox, root.clone(), stopping);
+    let sequencer = spawn_sequencer(Arc::clone(&node), sequencer_inbox, root.clone(), stopping);
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let leader = Rc::new(Server::for_shard(
+        let replica = Rc::new(Server::for_shard(
             info(),
             Metadata::default(),
             root.clone(),
             Arc::clone(&node),
             0,
         ));
+        assert!(!replica.place().is_leader());
         let never = std::future::pending::<()>();
-        compio::runtime::spawn(leader_inbox.serve(Rc::clone(&leader), never)).detach();
+        compio::runtime::spawn(replica_inbox.serve(Rc::clone(&replica), never)).detach();
 
-        // A commit made on the replica goes through the leader and is applied on both.
+        // A commit made on the replica goes through the sequencer and is applied on both
+        // before it is answered.
         for op in create_topic(4) {
-            let committed = leader
-                .on_shard(1, move |replica| {
-                    Box::pin(async move { replica.commit(op).await })
-                })
-                .await
-                .unwrap();
-            assert_eq!(committed, Ok(leader.commit_number()));
+            let committed = replica.commit(op).await;
+            assert_eq!(committed, Ok(replica.commit_number()));
         }
-        let replica_commit = leader
-            .on_shard(1, |replica| {
-                Box::pin(async move { replica.commit_number() })
-            })
-            .await
-            .unwrap();
-        assert_eq!(replica_commit, leader.commit_number());
+        assert_eq!(replica.commit_number(), 2);
 
         // The four partitions are split between the shards and all routed.
-        let topic = leader.metadata.borrow().streams[&1].topics[&1].clone();
+        let topic = replica.metadata.borrow().streams[&1].topics[&1].clone();
         let keys: Vec<PartitionKey> = topic
             .partitions
             .keys()
@@ -129,65 +125,84 @@ fn two_shards_share_metadata_partitions_and_sessions() {
             })
             .collect();
         assert_eq!(keys.len(), 4);
-        let place = ShardPlace { index: 0, count: 2 };
-        let owned_by_leader = keys.iter().filter(|key| place.owns(**key)).count();
-        assert!((1..4).contains(&owned_by_leader), "{owned_by_leader} of 4");
+        let place = replica.place();
+        let owned_here = keys.iter().filter(|key| place.owns(**key)).count();
+        assert!((1..4).contains(&owned_here), "{owned_here} of 4");
         assert_eq!(node.routes.len(), 4);
         for key in &keys {
             let owner = node.routes.pin().get(key).map(|route| route.shard);
             assert_eq!(owner, Some(place.owner(*key)), "{key:?}");
         }
 
-        // Appends from the replica's side reach every partition, whichever shard owns it,
-        // and the leader reads them back.
+        // Appends reach every partition, whichever shard owns it, and read back.
         for key in &keys {
-            let key = *key;
-            let appended = leader
-                .on_shard(1, move |replica| {
-                    Box::pin(async move {
-                        let handle = replica.data.partition(key).unwrap();
-                        let batch = crate::data::tests::batch(3, None);
-                        handle
-                            .append(batch, 1, None)
-                            .await
-                            .map(|outcome| outcome.base_offset)
-                    })
-                })
-                .await
-                .unwrap();
-            assert_eq!(appended.unwrap(), 0);
-            let handle = leader.data.partition(key).unwrap();
+            let handle = replica.data.partition(*key).unwrap();
+            let batch = crate::data::tests::batch(3, None);
+            let appended = handle.append(batch, 1, None).await.unwrap();
+            assert_eq!(appended.base_offset, 0);
             let records = handle.read(ReadStart::First, 10, 1 << 20).await.unwrap();
             assert_eq!(records.messages_count, 3);
             assert_eq!(handle.stats().messages_count, 3);
         }
-        assert_eq!(leader.data.totals(Some(1), None).messages_count, 12);
-
-        // A session the leader registers is live on the replica.
-        let record = leader
-            .sessions
-            .borrow_mut()
-            .register(7, 0, proto::commands::session::BindSecret([1; 32]), None)
-            .unwrap();
-        let live = leader
-            .on_shard(1, move |replica| {
-                Box::pin(async move { replica.sessions.borrow().is_live(7, record.session) })
-            })
-            .await
-            .unwrap();
-        assert!(live);
+        assert_eq!(replica.data.totals(Some(1), None).messages_count, 12);
 
         // Deleting the topic closes the partitions on both shards and removes its files.
         let delete = MetadataOp::DeleteTopic {
             stream_id: 1,
             id: 1,
         };
-        leader.commit(delete).await.unwrap();
+        replica.commit(delete).await.unwrap();
         assert_eq!(node.routes.len(), 0);
         assert!(!root.join("streams/1/topics/1").exists());
-        leader.close().await.unwrap();
+        replica.close().await.unwrap();
     });
     stop.send(());
-    replica.join().unwrap();
+    sequencer.join().unwrap();
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A lane holds [`LANE_CAPACITY`] messages; the next sender waits (backpressure), and learns
+/// the shard is gone when its inbox is dropped, instead of queueing without bound.
+#[test]
+fn a_full_lane_makes_the_sender_wait() {
+    let (node, inboxes) = Node::new(2);
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let closed = |client_id| ShardMessage::ConnectionClosed {
+            client_id,
+            reply: crossfire::oneshot::oneshot().0,
+        };
+        for client_id in 0..LANE_CAPACITY as u128 {
+            let sent = node.send(1, closed(client_id)).now_or_never();
+            assert_eq!(sent, Some(Ok(())), "message {client_id} fits");
+        }
+        let mut waiting = Box::pin(node.send(1, closed(u128::MAX)));
+        assert_eq!((&mut waiting).now_or_never(), None, "the sender waits");
+        drop(inboxes);
+        assert_eq!(waiting.await, Err(ShardGone(1)));
+        assert_eq!(node.send(5, closed(0)).await, Err(ShardGone(5)));
+    });
+}
+
+/// The concurrent lane's bound: with `max` messages running, the lane is not read until one
+/// of them ends.
+#[test]
+fn running_messages_are_bounded() {
+    let running = Rc::new(Running::default());
+    let first = Running::take(&running);
+    let _second = Running::take(&running);
+    assert_eq!(running.wait_below(3).now_or_never(), Some(()));
+    let mut waiting = Box::pin(running.wait_below(2));
+    assert_eq!(
+        (&mut waiting).now_or_never(),
+        None,
+        "two run: the lane waits"
+    );
+    drop(first);
+    assert_eq!(
+        waiting.now_or_never(),
+        Some(()),
+        "one ended: the lane reads again"
+    );
+    assert_eq!(running.count.get(), 1);
 }

@@ -7,8 +7,8 @@
 //! With several shards ([`crate::node`]), a shard handles the data path itself (send, poll,
 //! fetch and offsets of plain consumers, reads of metadata) against its metadata replica and
 //! the shared partition routes; what changes metadata, sessions or consumer groups, or reads
-//! the groups, is forwarded whole to the leader (shard 0), which answers it with its own
-//! server and hands the connection state back ([`route`]).
+//! the groups, is forwarded whole to the leader (the metadata sequencer), which answers it
+//! with its own server and hands the connection state back ([`route`]).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -32,12 +32,15 @@ use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
 use crate::handler;
 use crate::liveness::{self, Activity, Liveness, Stale};
 use crate::login_limit::{LoginLimiter, LoginLimits};
+pub use crate::mail::ReplicaError;
+use crate::mail::{Forwarded, Reply, ShardMessage};
 use crate::metadata::auth::IdentityLost;
-use crate::metadata::{ApplyError, Journal, JournalError, Metadata, MetadataOp, UserStatus};
-use crate::node::{LocalFuture, Node, ShardGone};
+use crate::metadata::{Journal, JournalError, Metadata, MetadataOp, UserStatus};
+use crate::node::{Node, ShardGone};
 use crate::outcome::Outcome;
 use crate::sessions::Sessions;
 
+mod inbound;
 mod route;
 
 /// The server version reported at login and in stats: the Iggy generation we answer as.
@@ -121,15 +124,6 @@ pub enum OpenError {
     Data(#[from] DataError),
 }
 
-/// A committed op could not be applied on this shard's replica.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplicaError {
-    #[error("apply to the metadata replica")]
-    Apply(#[from] ApplyError),
-    #[error("open or close the partitions")]
-    Data(#[from] DataError),
-}
-
 impl Server {
     /// A server whose metadata lives only in memory and whose data plane is rooted at
     /// `root`: for tests, and for callers that replay nothing.
@@ -164,6 +158,7 @@ impl Server {
         let place = ShardPlace {
             index,
             count: node.shard_count(),
+            sequencer: node.sequencer(),
         };
         let routes = Arc::clone(&node.routes);
         Self {
@@ -217,47 +212,39 @@ impl Server {
     ) -> Result<Self, OpenError> {
         let directory = segment::layout::metadata_directory(&root);
         let (journal, metadata) = Journal::open(&storage, &directory).await?;
-        let server = Self::for_shard_on(storage, info, metadata, root, node, 0);
+        let sequencer = node.sequencer();
+        let server = Self::for_shard_on(storage, info, metadata, root, node, sequencer);
         server.open_partitions().await?;
         *server.journal.lock().await = Some(journal);
         Ok(server)
     }
 
-    /// Runs `job` on shard `shard` with that shard's server (here, when it is this one) and
-    /// returns its result.
-    pub async fn on_shard<T: Send + 'static>(
+    /// Sends shard `shard` the message `letter` makes around a reply channel, and waits for
+    /// the reply.
+    async fn ask<T>(
         &self,
         shard: usize,
-        job: impl for<'s> FnOnce(&'s Server) -> LocalFuture<'s, T> + Send + 'static,
+        letter: impl FnOnce(Reply<T>) -> ShardMessage,
     ) -> Result<T, ShardGone> {
-        if shard == self.place().index {
-            return Ok(job(self).await);
-        }
-        let (reply, result) = crossfire::oneshot::oneshot();
-        let task: crate::node::ShardTask = Box::new(move |server: &Server| {
-            Box::pin(async move {
-                reply.send(job(server).await);
-            })
-        });
-        self.node.send(shard, task).await?;
-        match result.await {
+        let (reply, answer) = crossfire::oneshot::oneshot();
+        self.node.send(shard, letter(reply)).await?;
+        match answer.await {
             Ok(value) => Ok(value),
-            // The task was dropped unanswered: the shard's runtime ended.
+            // The message was dropped unanswered: the shard's runtime ended.
             Err(crossfire::RecvError) => Err(ShardGone(shard)),
         }
     }
 
-    /// Commits one metadata operation on the leader (from any shard): applies it to a copy
+    /// Commits one metadata operation on the sequencer (from any shard): applies it to a copy
     /// to prove it applies, appends it to the journal (fsynced), applies it, has every other
     /// shard apply it, then lets the leader's data plane follow. Returns the new commit
     /// number once every shard has applied it, so a client that is answered reads its write
     /// on whichever shard serves its next request.
     pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
         if !self.place().is_leader() {
+            let sequencer = self.node.sequencer();
             let committed = self
-                .on_shard(0, move |leader| {
-                    Box::pin(async move { leader.commit(op).await })
-                })
+                .ask(sequencer, |reply| ShardMessage::Commit { op, reply })
                 .await;
             return committed.unwrap_or(Err(ErrorCode::Error));
         }
@@ -294,9 +281,7 @@ impl Server {
             let op = op.clone();
             async move {
                 let result = self
-                    .on_shard(shard, move |replica| {
-                        Box::pin(async move { replica.apply_committed(&op).await })
-                    })
+                    .ask(shard, |reply| ShardMessage::Apply { op, reply })
                     .await;
                 (shard, result)
             }
@@ -510,15 +495,15 @@ impl Server {
         header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
-        let mut remote = connection.clone();
-        let header = Box::new(*header);
-        let body = body.to_vec();
+        let sequencer = self.node.sequencer();
         let answered = self
-            .on_shard(0, move |leader| {
-                Box::pin(async move {
-                    let outcome = leader.handle(&mut remote, &header, &body).await;
-                    (outcome, remote)
-                })
+            .ask(sequencer, |reply| {
+                ShardMessage::Forward(Box::new(Forwarded {
+                    connection: connection.clone(),
+                    header: *header,
+                    body: body.to_vec(),
+                    reply,
+                }))
             })
             .await;
         match answered {
@@ -693,9 +678,11 @@ impl Server {
     /// reference server does; its session stays for a `BIND_SESSION` until it expires.
     pub async fn connection_closed(&self, client_id: u128) {
         if !self.place().is_leader() {
+            let sequencer = self.node.sequencer();
             let forwarded = self
-                .on_shard(0, move |leader| {
-                    Box::pin(async move { leader.connection_closed(client_id).await })
+                .ask(sequencer, |reply| ShardMessage::ConnectionClosed {
+                    client_id,
+                    reply,
                 })
                 .await;
             if let Err(gone) = forwarded {

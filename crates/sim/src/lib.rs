@@ -27,7 +27,9 @@ pub mod setup;
 pub mod wire;
 pub mod world;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use segment::storage::memory::{CrashMode, Faults, MemoryStorage};
 use shard::data::GroupConfig;
@@ -108,6 +110,13 @@ pub struct Sim {
     pub storage: MemoryStorage,
     pub clock: SimClock,
     pub shard_count: usize,
+    /// The shard that sequences metadata (any of them: it is a parameter of the core).
+    pub sequencer: usize,
+    /// The longest a message between shards is held in transit, µs (0: delivered at once).
+    pub transit_max_us: u64,
+    /// Whether messages between shards are held in transit now: not while the driver sets
+    /// up or audits, whose calls do not move time.
+    pub transit_on: Rc<Cell<bool>>,
     pub topics: Vec<TopicSetup>,
     pub partitions: BTreeMap<Place, PartitionModel>,
     pub stored: BTreeMap<(ConsumerKey, Place), StoredModel>,
@@ -137,6 +146,11 @@ pub fn run(seed: u64, options: Options) -> Result<Report, Failure> {
 /// Lives until the run ends (the finished run) or a violation (its failure).
 fn run_to_end(seed: u64, options: Options) -> Result<Sim, Failure> {
     let mut sim = Sim::new(seed, options);
+    sim.trace(format!(
+        "{} shard(s), shard {} sequences metadata, messages between shards in transit up to \
+         {} µs",
+        sim.shard_count, sim.sequencer, sim.transit_max_us
+    ));
     loop {
         let runtime = compio::runtime::Runtime::new().expect("a compio runtime starts");
         let ended = runtime.block_on(sim.life());
@@ -161,6 +175,8 @@ impl Sim {
             .map(|(index, (role, topic))| Client::new(index, *role, *topic))
             .collect();
         let next_crash_at = Self::crash_point(&mut rng, options.requests);
+        let sequencer = rng.index(shard_count);
+        let transit_max_us = [0, 200, 3_000][rng.index(3)];
         Self {
             seed,
             options,
@@ -168,6 +184,9 @@ impl Sim {
             storage: MemoryStorage::new(),
             clock: SimClock::starting_at(1_700_000_000_000_000),
             shard_count,
+            sequencer,
+            transit_max_us,
+            transit_on: Rc::default(),
             topics: Vec::new(),
             partitions: BTreeMap::new(),
             stored: BTreeMap::new(),

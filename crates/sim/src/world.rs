@@ -47,23 +47,38 @@ struct Completion {
 
 type Completions = Rc<RefCell<Vec<Completion>>>;
 
-/// The running shards of one life.
+/// The running shards of one life, by index.
 pub struct Shards {
     pub servers: Vec<Rc<Server>>,
+    /// The index of the shard that sequences metadata.
+    pub sequencer: usize,
 }
 
-/// Boots every shard on the simulated storage: the leader replays the journal, the others
-/// start from its metadata; every inbox is served.
-pub async fn boot(sim: &Sim) -> Result<Shards, Violation> {
+impl Shards {
+    /// The metadata sequencer: it holds the sessions and groups and ticks.
+    pub fn sequencer(&self) -> &Rc<Server> {
+        &self.servers[self.sequencer]
+    }
+}
+
+/// Boots every shard on the simulated storage: the sequencer replays the journal, the others
+/// start from its metadata; every inbox is served, its messages held in transit for a time
+/// the seed picks.
+pub async fn boot(sim: &mut Sim) -> Result<Shards, Violation> {
     let clock: Arc<dyn shard::clock::Clock> = Arc::new(sim.clock.clone());
-    let (node, inboxes) = Node::with(sim.shard_count, clock, HashPool::inline());
+    let (node, inboxes) = Node::with(sim.shard_count, sim.sequencer, clock, HashPool::inline());
     let storage = || Either::Right(sim.storage.clone());
-    let leader = Server::open_on(storage(), sim.info(), root(), Arc::clone(&node))
+    let sequencer = Server::open_on(storage(), sim.info(), root(), Arc::clone(&node))
         .await
         .map_err(|error| Violation(format!("restart failed: {error:?}")))?;
-    let mut servers = vec![Rc::new(leader)];
-    for index in 1..sim.shard_count {
-        let metadata = servers[0].metadata.borrow().clone();
+    let sequencer = Rc::new(sequencer);
+    let mut servers = Vec::new();
+    for index in 0..sim.shard_count {
+        if index == sim.sequencer {
+            servers.push(Rc::clone(&sequencer));
+            continue;
+        }
+        let metadata = sequencer.metadata.borrow().clone();
         let server = Server::for_shard_on(
             storage(),
             sim.info(),
@@ -78,11 +93,31 @@ pub async fn boot(sim: &Sim) -> Result<Shards, Violation> {
             .map_err(|error| Violation(format!("shard {index} failed to open: {error:?}")))?;
         servers.push(Rc::new(server));
     }
+    sim.transit_on.set(false);
     for (inbox, server) in inboxes.into_iter().zip(&servers) {
-        let served = inbox.serve(Rc::clone(server), std::future::pending());
+        let transit = transit(sim);
+        let served = inbox.serve_in_transit(Rc::clone(server), std::future::pending(), transit);
         compio::runtime::spawn(served).detach();
     }
-    Ok(Shards { servers })
+    Ok(Shards {
+        servers,
+        sequencer: sim.sequencer,
+    })
+}
+
+/// How long each message to one shard stays in transit: up to the seed's maximum, while
+/// transit is on.
+fn transit(sim: &mut Sim) -> impl FnMut() -> u64 + 'static {
+    let mut rng = sim.rng.fork();
+    let on = Rc::clone(&sim.transit_on);
+    let max = sim.transit_max_us;
+    move || {
+        if on.get() && max > 0 {
+            rng.below(max + 1)
+        } else {
+            0
+        }
+    }
 }
 
 /// Lets every runnable task make progress: `rounds` trips through the run queue.
@@ -131,6 +166,7 @@ impl Sim {
             self.setup(&shards).await?;
         }
         self.audit(&shards).await?;
+        self.transit_on.set(true);
         for client in &mut self.clients {
             client.disconnected();
             client.busy = None;
@@ -139,6 +175,7 @@ impl Sim {
         loop {
             if self.finished() {
                 self.drain(&shards, &completions).await?;
+                self.transit_on.set(false);
                 self.audit(&shards).await?;
                 return Ok(LifeEnd::Done);
             }
@@ -203,7 +240,7 @@ impl Sim {
         self.clock.advance(step_us);
         let now = self.clock_now();
         if before / 500_000 != now / 500_000 {
-            shards.servers[0].tick(now);
+            shards.sequencer().tick(now);
         }
     }
 
@@ -570,7 +607,7 @@ impl Sim {
     /// Invariants over the shards' state: metadata agrees at equal commits; every group
     /// partition may be served to at most one member.
     fn check_shards(shards: &Shards) -> Result<(), Violation> {
-        let leader = shards.servers[0].metadata.borrow();
+        let leader = shards.sequencer().metadata.borrow();
         for (index, server) in shards.servers.iter().enumerate().skip(1) {
             let replica = server.metadata.borrow();
             if replica.commit == leader.commit && *replica != *leader {
@@ -580,7 +617,7 @@ impl Sim {
                 )));
             }
         }
-        for (key, partition, members) in shards.servers[0].data.group_servers() {
+        for (key, partition, members) in shards.sequencer().data.group_servers() {
             if members.len() > 1 {
                 return Err(Violation(format!(
                     "group {key:?}: partition {partition} may be served to {} members",

@@ -71,15 +71,22 @@ pub struct PartitionKey {
 pub struct ShardPlace {
     pub index: usize,
     pub count: usize,
+    /// The shard that sequences metadata ([`crate::node::Node::sequencer`]).
+    pub sequencer: usize,
 }
 
 impl ShardPlace {
     /// The only shard of a one-shard server.
-    pub const SOLE: Self = Self { index: 0, count: 1 };
+    pub const SOLE: Self = Self {
+        index: 0,
+        count: 1,
+        sequencer: 0,
+    };
 
-    /// Shard 0 leads: it holds the metadata journal, the sessions and the consumer groups.
+    /// Whether this shard is the metadata sequencer (the leader): it holds the metadata
+    /// journal, the sessions and the consumer groups.
     pub fn is_leader(self) -> bool {
-        self.index == 0
+        self.index == self.sequencer
     }
 
     /// The shard that owns `key`: a topic's partitions go round the shards from a start

@@ -1,9 +1,9 @@
 //! Which shard answers a request (see the [`crate::node`] docs).
 //!
-//! The leader (shard 0) alone changes metadata, sessions and consumer groups, so it answers
-//! every request that does or that reads group membership. The data path stays on the shard
-//! the connection lives on: sends, polls and fetches of plain consumers, offsets, and reads of
-//! metadata, which every shard's replica answers.
+//! The leader (the metadata sequencer) alone changes metadata, sessions and consumer groups,
+//! so it answers every request that does or that reads group membership. The data path stays
+//! on the shard the connection lives on: sends, polls and fetches of plain consumers,
+//! offsets, and reads of metadata, which every shard's replica answers.
 
 use proto::codes::CommandCode;
 use proto::commands::Request;
