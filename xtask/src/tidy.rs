@@ -24,7 +24,7 @@ const LONG_FUNCTIONS_ALLOWLIST: &str = "xtask/tidy-long-functions.txt";
 
 /// Text forbidden anywhere, each with the reason printed next to it. The patterns are split
 /// with `concat!` so that this file does not match itself.
-const BANNED_TEXT: [(&str, &str); 4] = [
+const BANNED_TEXT: [(&str, &str); 7] = [
     (concat!("FIX", "ME"), "fix it now or open an issue"),
     (concat!("dbg", "!("), "debug output is not committed"),
     (concat!("todo", "!("), "unfinished code is not committed"),
@@ -32,7 +32,13 @@ const BANNED_TEXT: [(&str, &str); 4] = [
         concat!("map_err", "(|_|"),
         "keep the source error (STYLE §2.9)",
     ),
+    (concat!(".field", " =="), FIELD_NAMES_ARE_FOR_LOGS),
+    (concat!(".field", " !="), FIELD_NAMES_ARE_FOR_LOGS),
+    (concat!(".field", " {"), FIELD_NAMES_ARE_FOR_LOGS),
 ];
+
+const FIELD_NAMES_ARE_FOR_LOGS: &str =
+    "decide on the error's typed `subject` or kind; a decode error's field name is for logs";
 
 /// Crates that must never reach `proto`'s normal no-default-features graph: runtimes and OS
 /// bindings, which would make the `no_std` crate depend on std.

@@ -9,11 +9,36 @@ use crate::status::ErrorCode;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} in `{field}` at byte {offset}")]
 pub struct DecodeError {
-    /// The wire field being decoded, e.g. `"create_topic.name"`.
+    /// The wire field being decoded, e.g. `"create_topic.name"`: for logs only; what a
+    /// refusal means to the server is its [`Subject`].
     pub field: &'static str,
     /// Byte offset of that field in the decoded buffer.
     pub offset: usize,
     pub kind: DecodeErrorKind,
+    pub subject: Subject,
+}
+
+/// The fields whose refusal the server answers differently from any other refusal of the
+/// same kind: a typed tag, so no decision is made on the `field` string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subject {
+    /// A field whose refusal is answered by its kind alone.
+    #[default]
+    Other,
+    /// The frame's command byte: an unknown command, not a bad size (§1.2).
+    Command,
+    /// A request header's operation (eviction `InvalidRequestOperation`).
+    Operation,
+    /// A request header's session number.
+    SessionNumber,
+    /// A request header's request number.
+    RequestNumber,
+    /// A message's payload length (`4025` when empty, `4022` when too big).
+    PayloadLength,
+    /// A message's user-headers length (`4017` when too big).
+    UserHeadersLength,
+    /// A stored batch's header or its declared length: where a torn segment tail shows.
+    BatchFrame,
 }
 
 /// Why a field was refused.
@@ -49,22 +74,29 @@ impl DecodeError {
             field,
             offset,
             kind,
+            subject: Subject::Other,
         }
+    }
+
+    /// The same refusal, tagged as being about `subject`.
+    #[must_use]
+    pub const fn about(mut self, subject: Subject) -> Self {
+        self.subject = subject;
+        self
     }
 
     /// The Iggy status code a server answers this refusal with (PROTOCOL.md §5.5, §6).
     pub fn status(&self) -> ErrorCode {
-        match (self.kind, self.field) {
-            (DecodeErrorKind::InvalidLength { length: 0, .. }, "frame.payload_length") => {
+        match (self.kind, self.subject) {
+            (DecodeErrorKind::InvalidLength { length: 0, .. }, Subject::PayloadLength) => {
                 ErrorCode::InvalidMessagePayloadLength
             }
-            (DecodeErrorKind::InvalidLength { .. }, "frame.payload_length") => {
+            (DecodeErrorKind::InvalidLength { .. }, Subject::PayloadLength) => {
                 ErrorCode::TooBigMessagePayload
             }
-            (
-                DecodeErrorKind::InvalidLength { .. },
-                "frame.user_headers_length" | "user_headers",
-            ) => ErrorCode::TooBigUserHeaders,
+            (DecodeErrorKind::InvalidLength { .. }, Subject::UserHeadersLength) => {
+                ErrorCode::TooBigUserHeaders
+            }
             _ => self.status_of_kind(),
         }
     }

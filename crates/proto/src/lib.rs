@@ -50,5 +50,5 @@ pub mod fuzzing;
 
 pub use codec::{Codec, Reader, Writer};
 pub use dialect::Dialect;
-pub use error::{DecodeError, DecodeErrorKind};
+pub use error::{DecodeError, DecodeErrorKind, Subject};
 pub use status::ErrorCode;

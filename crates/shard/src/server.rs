@@ -22,7 +22,7 @@ use proto::codes::CommandCode;
 use proto::commands::Request;
 use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
 use proto::primitives::Permissions;
-use proto::{DecodeError, ErrorCode};
+use proto::{DecodeError, ErrorCode, Subject};
 use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
 
@@ -757,10 +757,10 @@ fn session_mismatch(sent: u64, bound: u64) -> Option<EvictionReason> {
 /// The eviction for a header that fails validation; a replicated request without a session
 /// on an unauthenticated connection is the `NoSession` case of §1.9.
 fn header_eviction(error: &DecodeError, bound: bool) -> EvictionReason {
-    match error.field {
-        "request.operation" => EvictionReason::InvalidRequestOperation,
-        "request.session" | "request.request" if !bound => EvictionReason::NoSession,
-        "request.session" => EvictionReason::SessionTooLow,
+    match error.subject {
+        Subject::Operation => EvictionReason::InvalidRequestOperation,
+        Subject::SessionNumber | Subject::RequestNumber if !bound => EvictionReason::NoSession,
+        Subject::SessionNumber => EvictionReason::SessionTooLow,
         _ => EvictionReason::InvalidRequestBody,
     }
 }

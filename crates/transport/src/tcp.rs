@@ -713,7 +713,7 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
             let error = command_error(prefix.command);
             return Ok(Incoming::Bad(header, BadFrame::Command, error));
         }
-        Err(error) if error.field == "header.command" => {
+        Err(error) if error.subject == proto::Subject::Command => {
             return Ok(Incoming::Bad(header, BadFrame::Command, error));
         }
         Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
@@ -736,6 +736,7 @@ fn command_error(command: Command) -> proto::DecodeError {
     let value = u64::from(command.as_u8());
     let kind = proto::DecodeErrorKind::InvalidValue { value };
     proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
+        .about(proto::Subject::Command)
 }
 
 async fn write(stream: &mut TcpStream, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended> {

@@ -7,7 +7,7 @@ use super::checksum::{batch_checksum, message_checksum};
 use super::{BATCH_HEADER_SIZE, FRAME_HEADER_SIZE, PAYLOAD_LENGTH_MAX};
 use crate::codec::{check_length, usize_from_u32, usize_to_u64};
 use crate::dialect::Dialect;
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::error::{DecodeError, DecodeErrorKind, Subject};
 use crate::primitives::tlv::validate_user_headers;
 
 /// The batch header as laid out on the wire and on disk.
@@ -102,17 +102,17 @@ impl<'a> Batch<'a> {
         integrity: Integrity,
         base_offset: usize,
     ) -> Result<Self, DecodeError> {
-        let (header_bytes, _frames) =
-            bytes
-                .split_at_checked(BATCH_HEADER_SIZE)
-                .ok_or(DecodeError::new(
-                    "batch.header",
-                    base_offset,
-                    DecodeErrorKind::UnexpectedEnd {
-                        needed: BATCH_HEADER_SIZE,
-                        available: bytes.len(),
-                    },
-                ))?;
+        let (header_bytes, _frames) = bytes.split_at_checked(BATCH_HEADER_SIZE).ok_or(
+            DecodeError::new(
+                "batch.header",
+                base_offset,
+                DecodeErrorKind::UnexpectedEnd {
+                    needed: BATCH_HEADER_SIZE,
+                    available: bytes.len(),
+                },
+            )
+            .about(Subject::BatchFrame),
+        )?;
         let header = BatchHeader::ref_from_bytes(header_bytes)
             .map_err(|_size| invalid("batch.header", base_offset, 0))?;
         let declared = header.batch_length.get();
@@ -150,14 +150,17 @@ impl<'a> Batch<'a> {
         base_offset: usize,
     ) -> Result<(Self, &'a [u8]), DecodeError> {
         let length = declared_length(bytes, base_offset)?;
-        let (batch, rest) = bytes.split_at_checked(length).ok_or(DecodeError::new(
-            "batch.batch_length",
-            base_offset.saturating_add(32),
-            DecodeErrorKind::UnexpectedEnd {
-                needed: length,
-                available: bytes.len(),
-            },
-        ))?;
+        let (batch, rest) = bytes.split_at_checked(length).ok_or(
+            DecodeError::new(
+                "batch.batch_length",
+                base_offset.saturating_add(32),
+                DecodeErrorKind::UnexpectedEnd {
+                    needed: length,
+                    available: bytes.len(),
+                },
+            )
+            .about(Subject::BatchFrame),
+        )?;
         Ok((Self::parse(batch, dialect, integrity, base_offset)?, rest))
     }
 
@@ -343,7 +346,8 @@ fn validate_frame(
         PAYLOAD_LENGTH_MAX,
         "frame.payload_length",
         offset.saturating_add(36),
-    )?;
+    )
+    .map_err(|error| error.about(Subject::PayloadLength))?;
     let headers_length = u64::from(header.user_headers_length.get());
     check_length(
         headers_length,
@@ -351,7 +355,8 @@ fn validate_frame(
         super::USER_HEADERS_LENGTH_MAX,
         "frame.user_headers_length",
         offset.saturating_add(32),
-    )?;
+    )
+    .map_err(|error| error.about(Subject::UserHeadersLength))?;
     if header.reserved.get() != 0 {
         return Err(DecodeError::new(
             "frame.reserved",
@@ -399,6 +404,7 @@ fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeErro
                     available: bytes.len(),
                 },
             )
+            .about(Subject::BatchFrame)
         })?;
     check_length(
         header.batch_length.get(),
@@ -407,6 +413,7 @@ fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeErro
         "batch.batch_length",
         base_offset.saturating_add(32),
     )
+    .map_err(|error| error.about(Subject::BatchFrame))
 }
 
 fn validate_header(

@@ -15,7 +15,7 @@ pub use operation::Operation;
 pub use reply::ReplyHeader;
 pub use request::{PartitionContext, RequestHeader};
 
-use crate::error::{DecodeError, DecodeErrorKind};
+use crate::error::{DecodeError, DecodeErrorKind, Subject};
 
 /// Bytes in every header.
 pub const HEADER_SIZE: usize = 256;
@@ -95,13 +95,16 @@ pub fn frame_prefix(header: &[u8], size_max: u32) -> Result<FramePrefix, DecodeE
         ));
     }
     let command_byte = header.get(COMMAND_OFFSET).copied().unwrap_or_default();
-    let command = Command::from_u8(command_byte).ok_or(DecodeError::new(
-        "header.command",
-        COMMAND_OFFSET,
-        DecodeErrorKind::InvalidValue {
-            value: u64::from(command_byte),
-        },
-    ))?;
+    let command = Command::from_u8(command_byte).ok_or(
+        DecodeError::new(
+            "header.command",
+            COMMAND_OFFSET,
+            DecodeErrorKind::InvalidValue {
+                value: u64::from(command_byte),
+            },
+        )
+        .about(Subject::Command),
+    )?;
     Ok(FramePrefix { command, size })
 }
 

@@ -5,7 +5,7 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligne
 
 use super::{Command, HEADER_SIZE, Operation, header_bytes, invalid, reserved};
 use crate::dialect::Dialect;
-use crate::error::DecodeError;
+use crate::error::{DecodeError, Subject};
 
 /// The request header as laid out on the wire.
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -123,19 +123,26 @@ impl RequestHeader {
         let operation = self
             .operation()
             .filter(|operation| operation.is_valid_in(dialect))
-            .ok_or(invalid("request.operation", 176, u64::from(self.operation)))?;
+            .ok_or(
+                invalid("request.operation", 176, u64::from(self.operation))
+                    .about(Subject::Operation),
+            )?;
         self.validate_numbers(operation)?;
         self.validate_reserved(dialect)
     }
 
     fn validate_numbers(&self, operation: Operation) -> Result<(), DecodeError> {
         let (session, request) = (self.session.get(), self.request.get());
+        let bad_session =
+            |value| invalid("request.session", 184, value).about(Subject::SessionNumber);
+        let bad_request =
+            |value| invalid("request.request", 168, value).about(Subject::RequestNumber);
         match operation {
-            Operation::Register if session != 0 => Err(invalid("request.session", 184, session)),
-            Operation::Register if request != 0 => Err(invalid("request.request", 168, request)),
+            Operation::Register if session != 0 => Err(bad_session(session)),
+            Operation::Register if request != 0 => Err(bad_request(request)),
             Operation::Register | Operation::NonReplicated => Ok(()),
-            _ if session == 0 => Err(invalid("request.session", 184, 0)),
-            _ if request == 0 => Err(invalid("request.request", 168, 0)),
+            _ if session == 0 => Err(bad_session(0)),
+            _ if request == 0 => Err(bad_request(0)),
             _ => Ok(()),
         }
     }

@@ -188,7 +188,8 @@ pub fn validate_user_headers(block: &[u8], base_offset: usize) -> Result<usize, 
         USER_HEADERS_LENGTH_MAX,
         "user_headers",
         base_offset,
-    )?;
+    )
+    .map_err(|error| error.about(crate::error::Subject::UserHeadersLength))?;
     let mut reader = Reader::new(block, crate::Dialect::V0_12_2);
     let mut entries = 0_usize;
     while !reader.is_empty() {

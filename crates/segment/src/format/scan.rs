@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 
 use proto::batch::{BATCH_HEADER_SIZE, Batch, FRAME_HEADER_SIZE, Integrity, RECORD_SIZE_MAX};
-use proto::{DecodeError, DecodeErrorKind, Dialect};
+use proto::{DecodeError, DecodeErrorKind, Dialect, Subject};
 
 use super::SEGMENT_SIZE_MAX;
 use super::index::IndexEntry;
@@ -222,13 +222,11 @@ fn classify(error: DecodeError, available: usize) -> StopReason {
         DecodeErrorKind::UnexpectedEnd {
             needed,
             available: have,
-        } if error.field == "batch.header" || error.field == "batch.batch_length" => {
-            StopReason::Torn {
-                needed: needed as u64,
-                available: have.min(available) as u64,
-            }
-        }
-        DecodeErrorKind::InvalidLength { length, .. } if error.field == "batch.batch_length" => {
+        } if error.subject == Subject::BatchFrame => StopReason::Torn {
+            needed: needed as u64,
+            available: have.min(available) as u64,
+        },
+        DecodeErrorKind::InvalidLength { length, .. } if error.subject == Subject::BatchFrame => {
             if length > available as u64 && length <= RECORD_SIZE_MAX as u64 {
                 StopReason::Torn {
                     needed: length,
