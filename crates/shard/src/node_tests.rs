@@ -147,11 +147,16 @@ fn two_shards_share_metadata_and_partitions_through_a_sequencer_other_than_shard
         assert_eq!(replica.data.totals(Some(1), None).messages_count, 12);
 
         // Deleting the topic closes the partitions on both shards and removes its files.
+        // The replica applies the op to its state in place: no copy of the metadata is made
+        // while no reader holds the previous state.
+        let before = Rc::as_ptr(&replica.metadata.borrow());
         let delete = MetadataOp::DeleteTopic {
             stream_id: 1,
             id: 1,
         };
         replica.commit(delete).await.unwrap();
+        assert_eq!(Rc::as_ptr(&replica.metadata.borrow()), before);
+        assert!(replica.metadata.borrow().streams[&1].topics.is_empty());
         assert_eq!(node.routes.len(), 0);
         assert!(!root.join("streams/1/topics/1").exists());
         replica.close().await.unwrap();

@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::lock::Mutex;
@@ -82,8 +83,10 @@ pub struct ClientRecord {
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
 #[derive(Debug)]
 pub struct Server {
-    /// The leader's metadata, or this shard's replica of it.
-    pub metadata: RefCell<Metadata>,
+    /// The leader's metadata, or this shard's replica of it. Shared, so a reader that must
+    /// hold it across an await takes the `Rc` instead of a copy; a commit changes it in place
+    /// unless such a reader still holds the previous state.
+    pub metadata: RefCell<Rc<Metadata>>,
     /// The leader's journal; `None` on other shards and for metadata kept in memory only
     /// (tests). Commits are serialised by the lock, which is held across the journal append,
     /// the other shards' apply and the data plane's follow-up.
@@ -162,7 +165,7 @@ impl Server {
         };
         let routes = Arc::clone(&node.routes);
         Self {
-            metadata: RefCell::new(metadata),
+            metadata: RefCell::new(Rc::new(metadata)),
             journal: Mutex::new(None),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum)
@@ -191,7 +194,7 @@ impl Server {
     /// Opens the partitions this shard owns (start-up of a shard other than the leader,
     /// after [`Self::for_shard`]).
     pub async fn open_partitions(&self) -> Result<(), DataError> {
-        let snapshot = self.metadata.borrow().clone();
+        let snapshot = Rc::clone(&self.metadata.borrow());
         self.data.open_all(&snapshot).await
     }
 
@@ -249,7 +252,8 @@ impl Server {
             return committed.unwrap_or(Err(ErrorCode::Error));
         }
         let mut journal = self.journal.lock().await;
-        let mut next = self.metadata.borrow().clone();
+        // The op is applied to a copy first: the journal must only ever hold ops that apply.
+        let mut next = Metadata::clone(&self.metadata.borrow());
         if let Err(error) = next.apply(&op) {
             log::error!("metadata: {} does not apply: {error}", op.kind());
             return Err(ErrorCode::Error);
@@ -261,7 +265,8 @@ impl Server {
             return Err(ErrorCode::Error);
         }
         let commit = next.commit;
-        self.metadata.replace(next.clone());
+        let next = Rc::new(next);
+        self.metadata.replace(Rc::clone(&next));
         self.replicate(&op).await;
         if op.may_revoke_identity() {
             self.end_orphaned_sessions();
@@ -300,8 +305,8 @@ impl Server {
     pub async fn apply_committed(&self, op: &MetadataOp) -> Result<(), ReplicaError> {
         let next = {
             let mut metadata = self.metadata.borrow_mut();
-            metadata.apply(op)?;
-            metadata.clone()
+            Rc::make_mut(&mut metadata).apply(op)?;
+            Rc::clone(&metadata)
         };
         self.data.on_applied(op, &next).await?;
         Ok(())
@@ -396,7 +401,7 @@ impl Server {
     /// One pass of the message cleaner at `now_us` (leader only: it reaches every partition
     /// through the routes); returns how many segments it deleted.
     pub async fn clean_messages(&self, now_us: u64) -> usize {
-        let metadata = self.metadata.borrow().clone();
+        let metadata = Rc::clone(&self.metadata.borrow());
         self.data.enforce_retention(&metadata, now_us).await
     }
 

@@ -78,7 +78,7 @@ pub async fn boot(sim: &mut Sim) -> Result<Shards, Violation> {
             servers.push(Rc::clone(&sequencer));
             continue;
         }
-        let metadata = sequencer.metadata.borrow().clone();
+        let metadata = shard::metadata::Metadata::clone(&sequencer.metadata.borrow());
         let server = Server::for_shard_on(
             storage(),
             sim.info(),

@@ -559,7 +559,9 @@ fn insert_orders(server: &Server, id: u32, topic: crate::metadata::Topic) {
         options: proto::primitives::OptionsBlock::default(),
         topics: [(0, topic)].into(),
     };
-    server.metadata.borrow_mut().streams.insert(id, stream);
+    std::rc::Rc::make_mut(&mut server.metadata.borrow_mut())
+        .streams
+        .insert(id, stream);
 }
 
 #[test]
