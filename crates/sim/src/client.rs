@@ -215,6 +215,7 @@ impl Client {
         let auto_commit = rng.chance(500);
         let count = 1 + u32::try_from(rng.below(40)).unwrap_or(0);
         let consumer = self.consumer();
+        let (wait_us, min_count) = deferral(rng, count);
         let frame = requests::poll(
             &mut self.numbering,
             requests::PollAsk {
@@ -225,6 +226,8 @@ impl Client {
                 count,
                 auto_commit,
                 generation: 0,
+                wait_us,
+                min_count,
             },
         );
         let intent = Intent::Poll {
@@ -277,6 +280,7 @@ impl Client {
         let auto_commit = rng.chance(500);
         let count = 1 + u32::try_from(rng.below(20)).unwrap_or(0);
         let partition_id = self.assigned[rng.index(self.assigned.len())];
+        let (wait_us, min_count) = deferral(rng, count);
         let frame = requests::poll(
             &mut self.numbering,
             requests::PollAsk {
@@ -287,6 +291,8 @@ impl Client {
                 count,
                 auto_commit,
                 generation: self.generation,
+                wait_us,
+                min_count,
             },
         );
         let intent = Intent::Poll {
@@ -306,4 +312,15 @@ fn random_place(rng: &mut Rng, topic: &TopicSetup) -> Place {
         topic_id: topic.id,
         partition_id: topic.partitions[rng.index(topic.partitions.len())],
     }
+}
+
+/// A quarter of the polls are deferred (106): they wait up to 2 s of simulated time for
+/// 1..=`count` messages; the rest poll at once (wait 0).
+fn deferral(rng: &mut Rng, count: u32) -> (u64, u32) {
+    if !rng.chance(250) {
+        return (0, 0);
+    }
+    let wait_us = 1 + rng.below(2_000_000);
+    let min_count = 1 + u32::try_from(rng.below(u64::from(count))).unwrap_or(0);
+    (wait_us, min_count)
 }

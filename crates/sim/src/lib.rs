@@ -319,7 +319,8 @@ impl Sim {
         }
     }
 
-    /// Faults come and go: a failed write or sync now and then, a full disk for a while.
+    /// Faults come and go: a failed write, sync or read now and then, a full disk for a
+    /// while.
     fn inject_faults(&mut self) {
         let now = {
             use shard::clock::Clock;
@@ -334,7 +335,7 @@ impl Sim {
             return;
         }
         self.faults += 1;
-        let kind = self.rng.below(3);
+        let kind = self.rng.below(4);
         self.io_fault_in_life |= kind < 2;
         match kind {
             0 => {
@@ -350,6 +351,14 @@ impl Sim {
                     ..Faults::default()
                 });
                 self.trace(String::from("fault: next sync fails"));
+            }
+            2 => {
+                let read_errors = 1 + u32::try_from(self.rng.below(3)).unwrap_or(0);
+                self.storage.set_faults(Faults {
+                    read_errors,
+                    ..Faults::default()
+                });
+                self.trace(format!("fault: the next {read_errors} read(s) fail"));
             }
             _ => {
                 let used = self.storage.used_bytes();

@@ -5,6 +5,7 @@ use proto::batch::{OutgoingMessage, Producer, encode_batch};
 use proto::codec::{Codec, Writer};
 use proto::codes::CommandCode;
 use proto::commands::groups::JoinConsumerGroup;
+use proto::commands::messages::{PollMessagesDeferred, REQUEST_TIMEOUT_MARGIN_US};
 use proto::commands::offsets::{GetConsumerOffset, OffsetSelector, StoreConsumerOffset};
 use proto::commands::poll_selector::PollSelector;
 use proto::header::PartitionContext;
@@ -121,6 +122,9 @@ pub struct PollAsk {
     pub auto_commit: bool,
     /// The group generation the member last synced (0 for plain consumers).
     pub generation: u64,
+    /// A deferred poll (106) waits up to this long for `min_count` messages; 0 polls at once.
+    pub wait_us: u64,
+    pub min_count: u32,
 }
 
 /// A poll of up to `ask.count` messages.
@@ -133,6 +137,8 @@ pub fn poll(numbering: &mut Numbering, ask: PollAsk) -> Frame {
         count,
         auto_commit,
         generation,
+        wait_us,
+        min_count,
     } = ask;
     let selector = PollSelector {
         consumer: consumer.wire(),
@@ -144,12 +150,25 @@ pub fn poll(numbering: &mut Numbering, ask: PollAsk) -> Frame {
         auto_commit,
     };
     let mut body = Vec::new();
-    selector.encode(&mut Writer::new(&mut body, DIALECT));
+    let code = if wait_us == 0 {
+        selector.encode(&mut Writer::new(&mut body, DIALECT));
+        CommandCode::PollMessages
+    } else {
+        let deferred = PollMessagesDeferred {
+            selector,
+            wait_us,
+            min_count: min_count.clamp(1, count),
+            max_bytes: 1 << 20,
+            request_timeout_us: wait_us + REQUEST_TIMEOUT_MARGIN_US,
+        };
+        deferred.encode(&mut Writer::new(&mut body, DIALECT));
+        CommandCode::PollMessagesDeferred
+    };
     let context = PartitionContext {
         owner_generation: generation,
         ..PartitionContext::default()
     };
-    numbering.call(CommandCode::PollMessages, body, context)
+    numbering.call(code, body, context)
 }
 
 fn selector(consumer: ConsumerKey, place: Place) -> OffsetSelector {

@@ -169,6 +169,8 @@ impl Sim {
                         count: 1_000,
                         auto_commit: false,
                         generation: 0,
+                        wait_us: 0,
+                        min_count: 0,
                     },
                 );
                 let payload = match call(server, &mut connection, &frame).await {
