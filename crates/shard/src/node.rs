@@ -22,6 +22,7 @@ use event_listener::Event;
 use futures_util::future::{Either, select};
 
 use crate::clock::{Clock, SystemClock};
+use crate::data::leases::GroupViews;
 use crate::data::{Cancel, Routes};
 use crate::hashing::HashPool;
 use crate::mail::{LANE_CAPACITY, Lane, RUNNING_MAX, ShardMessage};
@@ -55,6 +56,8 @@ pub struct Node {
     sequencer: usize,
     /// Every open partition's handle, by key.
     pub routes: Arc<Routes>,
+    /// What the sequencer decided about every consumer group (polls are checked on it).
+    pub group_views: Arc<GroupViews>,
     pub sessions: Arc<SessionView>,
     /// Live sessions' users by session number (who may use an idempotent producer id).
     pub session_owners: Arc<crate::sessions::SessionOwners>,
@@ -132,6 +135,7 @@ impl Node {
             lanes,
             sequencer,
             routes: Arc::default(),
+            group_views: Arc::default(),
             sessions: Arc::default(),
             session_owners: Arc::default(),
             clients: papaya::HashMap::new(),

@@ -169,6 +169,7 @@ impl Server {
             journal: Mutex::new(None),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum)
+                .with_group_views(Arc::clone(&node.group_views))
                 .with_clock(Arc::clone(&node.clock)),
             sessions: RefCell::new(
                 Sessions::publishing(session_seed, Arc::clone(&node.sessions))

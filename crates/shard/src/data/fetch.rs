@@ -2,6 +2,8 @@
 //! topic, with `min_count`, `count` and `max_bytes` applying to the sum of all sections and a
 //! status per section.
 
+use std::sync::Arc;
+
 use proto::codec::encode_to_vec;
 use proto::commands::messages::{FetchMessages, FetchSection, FetchedMessages};
 use proto::header::PartitionContext;
@@ -10,6 +12,7 @@ use proto::{Dialect, ErrorCode};
 use segment::log::Records;
 use segment::storage::Storage;
 
+use super::leases::Lease;
 use super::poll::{FetchPlan, FetchTargetPlan, read_start, resolved_start};
 use super::resolve::{offset_owner, resolve_group, resolve_topic};
 use super::signal::{Cancel, Waiting, race};
@@ -71,7 +74,6 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         metadata: &Metadata,
         request: &FetchMessages,
         client_id: u128,
-        now_us: u64,
     ) -> Result<FetchPlan, ErrorCode> {
         let (stream_id, topic) = resolve_topic(metadata, &request.stream_id, &request.topic_id)?;
         let group = match request.consumer.kind {
@@ -93,8 +95,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 partition_id: target.partition_id,
             };
             let plan = self
-                .owner_generation(group, client_id, target.partition_id, now_us)
-                .and_then(|generation| {
+                .fetch_lease(group, client_id, target.partition_id)
+                .and_then(|(generation, lease)| {
                     if group.is_none() && target.owner_generation != 0 {
                         return Err(ErrorCode::ConsumerGroupPartitionNotOwned);
                     }
@@ -105,7 +107,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     plan.context.owner_generation = generation;
                     plan.group = group;
                     plan.poller = client_id;
-                    self.begin_group_poll(&plan);
+                    plan.lease = lease.map(Arc::new);
                     Ok(plan)
                 });
             targets.push(FetchTargetPlan {
@@ -123,21 +125,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         })
     }
 
-    fn owner_generation(
+    /// A fetch section's group check: the generation to report and the section's lease
+    /// (none for a plain consumer).
+    fn fetch_lease(
         &self,
         group: Option<GroupKey>,
         client_id: u128,
         partition_id: u32,
-        now_us: u64,
-    ) -> Result<u64, ErrorCode> {
+    ) -> Result<(u64, Option<Lease>), ErrorCode> {
         let Some(key) = group else {
-            return Ok(0);
+            return Ok((0, None));
         };
-        let config = self.config;
-        self.with_group(key, |group| {
-            group.check_owner(client_id, partition_id, now_us, &config)
-        })
-        .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
+        let (generation, lease) = self.lease_group_poll(key, client_id, partition_id)?;
+        Ok((generation, Some(lease)))
     }
 
     /// Runs a fetch: parks until `min_count` messages over all sections are there, the wait

@@ -3,17 +3,20 @@
 //!
 //! Sans-IO: time comes in as an argument (µs); nothing here reads a clock or awaits. The
 //! group's stored offsets come in through [`GroupRuntime::note_committed`] and what its members
-//! were served through [`GroupRuntime::note_polled`].
+//! are being and were served through [`GroupRuntime::set_flight`]. The sequencer runs the
+//! runtime and publishes its decisions to every shard ([`super::leases`]), where polls are
+//! checked.
 //!
 //! - Members are keyed by the VSR client id; a member's id is its slot, the lowest free one.
 //! - The target assignment is [`assign`]: partition *i* (in id order) → member *i mod n* (in
 //!   slot order).
 //! - Cooperative hand-off, as the reference server does it: a partition whose target moves from
-//!   one live member to another moves at once unless it has data *in flight* — the group was
-//!   served offsets on it beyond what the group has committed. Then it stays with its owner,
-//!   marked as being revoked (the owner's sync no longer lists it and its polls of it are
-//!   refused, while it may still commit), until the commit catches up with what was served or
-//!   `rebalancing_timeout` passes. A partition whose owner is gone moves at once.
+//!   one live member to another is first marked as being revoked (the owner's sync no longer
+//!   lists it and its polls of it are refused, while it may still commit), then moves once
+//!   it has no data *in flight* — a poll of it running, or offsets served beyond what the
+//!   group has committed — or `rebalancing_timeout` passes; with nothing in flight, at the
+//!   next [`GroupRuntime::complete_revocations`] (the sequencer calls it right after it
+//!   published the revocation). A partition whose owner is gone moves at once.
 //! - Members are not evicted here: liveness is per connection (any request counts), and a
 //!   client whose last connection closes, or whose session ends, leaves its groups.
 //! - `generation` grows by one on every change of membership, partitions or ownership.
@@ -23,8 +26,8 @@
 //! - Target assignment is partition *i* → member *i mod n*; the reference moves only an
 //!   over-assigned member's highest extras to members that own nothing. Both spread evenly;
 //!   ours may move more partitions on a join, each under the same in-flight rule.
-//! - A pending hand-off completes at the next group request (sync, poll, join) or the
-//!   leader's tick (at most 1 s), not within 10 ms.
+//! - A pending hand-off completes at the next membership request of the group (sync, join,
+//!   leave) or the sequencer's tick (every half heartbeat interval), not within 10 ms.
 //! - A closed connection leaves its client's groups at once, as there; its session stays
 //!   for a `BIND_SESSION` until it expires, where the reference logs it out.
 //! - A 0.12.2 poll of a partition the member does not own (or is handing off) is refused
@@ -93,7 +96,7 @@ pub fn assign(members: &[u128], partitions: &[u32]) -> BTreeMap<u32, u128> {
 
 /// Whether `client_id` may be served a partition of `ownership`: its owner, unless the
 /// partition is being handed off.
-fn serves(ownership: &Ownership, client_id: u128) -> bool {
+pub(super) fn serves(ownership: &Ownership, client_id: u128) -> bool {
     if cfg!(feature = "__double_group_owner") {
         // Deliberately broken (simulator check): the owner keeps serving while the member
         // it is being handed to already serves too.
@@ -173,10 +176,9 @@ impl GroupRuntime {
         u32::try_from(self.members.len()).unwrap_or(u32::MAX)
     }
 
-    /// The partitions its owner was served offsets on: the only ones whose stored offset the
-    /// in-flight check reads.
-    pub fn served_partitions(&self) -> Vec<u32> {
-        self.last_polled.keys().copied().collect()
+    /// The members' client ids, ascending.
+    pub fn member_ids(&self) -> Vec<u128> {
+        self.members.keys().copied().collect()
     }
 
     /// Whether a partition is waiting to move to another member.
@@ -243,30 +245,21 @@ impl GroupRuntime {
         };
     }
 
-    /// The partition's owner was served messages up to `offset` on it.
-    pub fn note_polled(&mut self, partition_id: u32, offset: u64) {
-        let polled = self.last_polled.entry(partition_id).or_insert(offset);
-        *polled = (*polled).max(offset);
+    /// The polls of `partition_id`'s current owner: `polling` between their check and their
+    /// reply, and the highest offset it was `served` (from the shared flight).
+    pub fn set_flight(&mut self, partition_id: u32, polling: u32, served: Option<u64>) {
+        match polling {
+            0 => self.polling.remove(&partition_id),
+            count => self.polling.insert(partition_id, count),
+        };
+        match served {
+            Some(offset) => self.last_polled.insert(partition_id, offset),
+            None => self.last_polled.remove(&partition_id),
+        };
     }
 
-    /// A poll of `partition_id` by its owner passed its ownership check; it is in flight until
-    /// [`Self::end_poll`].
-    pub fn begin_poll(&mut self, partition_id: u32) {
-        *self.polling.entry(partition_id).or_insert(0) += 1;
-    }
-
-    /// A poll [`Self::begin_poll`] counted has its reply (or failed).
-    pub fn end_poll(&mut self, partition_id: u32) {
-        if let Some(count) = self.polling.get_mut(&partition_id) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                self.polling.remove(&partition_id);
-            }
-        }
-    }
-
-    /// Whether `client_id` owns `partition_id` and is not handing it off: what a poll that
-    /// waited checks again before it serves and commits.
+    /// Whether `client_id` owns `partition_id` and is not handing it off (what the published
+    /// view lets polls do).
     pub fn may_serve(&self, client_id: u128, partition_id: u32) -> bool {
         self.owners
             .get(&partition_id)
@@ -328,26 +321,6 @@ impl GroupRuntime {
             self.generation += 1;
         }
         !due.is_empty()
-    }
-
-    /// Whether `client_id` may poll `partition_id`; returns the generation to report.
-    /// Refusals: `5006` not a member, `5009` not the owner, or the partition is being handed
-    /// off from it (its sync no longer lists it).
-    pub fn check_owner(
-        &mut self,
-        client_id: u128,
-        partition_id: u32,
-        now_us: u64,
-        config: &GroupConfig,
-    ) -> Result<u64, ErrorCode> {
-        if !self.members.contains_key(&client_id) {
-            return Err(ErrorCode::ConsumerGroupMemberNotFound);
-        }
-        self.complete_revocations(now_us, config);
-        match self.owners.get(&partition_id) {
-            Some(ownership) if serves(ownership, client_id) => Ok(self.generation),
-            _ => Err(ErrorCode::ConsumerGroupPartitionNotOwned),
-        }
     }
 
     /// Periodic work: completes the hand-offs that may complete; says whether any did.
@@ -416,9 +389,7 @@ impl GroupRuntime {
         for (partition, to) in target {
             let ownership = match self.owners.get(&partition) {
                 Some(current)
-                    if current.owner != to
-                        && self.members.contains_key(&current.owner)
-                        && self.in_flight(partition) =>
+                    if current.owner != to && self.members.contains_key(&current.owner) =>
                 {
                     let since_us = match current.revoking {
                         Some(revocation) if revocation.to == to => revocation.since_us,

@@ -4,6 +4,32 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::data::leases::view_of;
+
+/// What the sequencer does after every change, once it published it: complete the
+/// hand-offs with nothing in flight.
+fn settle(group: &mut GroupRuntime, now: u64) {
+    group.complete_revocations(now, &CONFIG);
+}
+
+/// The check a poll of `partition` by `client` passes on any shard: the generation it
+/// reports, or the refusal.
+fn check(group: &GroupRuntime, client: u128, partition: u32) -> Result<u64, ErrorCode> {
+    let view = view_of(group, None);
+    view.check(client, partition)
+        .map(|(generation, _lease)| generation)
+}
+
+/// The owner of `partition` was served up to `offset` (a flight's highest served offset).
+fn served(group: &mut GroupRuntime, partition: u32, offset: u64) {
+    let before = group.last_polled.get(&partition).copied();
+    let polling = group.polling.get(&partition).copied().unwrap_or(0);
+    group.set_flight(
+        partition,
+        polling,
+        Some(before.map_or(offset, |b| b.max(offset))),
+    );
+}
 
 const CONFIG: GroupConfig = GroupConfig {
     rebalancing_timeout_us: 30_000_000,
@@ -32,21 +58,27 @@ fn round_robin_assignment() {
 fn a_partition_nothing_was_served_from_moves_at_once_on_join() {
     let mut group = GroupRuntime::new([0, 1, 2, 3]);
     assert!(group.join(1, 0));
+    settle(&mut group, 0);
     assert_eq!(group.sync(1, 0, &CONFIG), Some(vec![0, 1, 2, 3]));
     let before = group.generation();
-    // Member 1 never polled: the second member gets its share at once.
+    // Member 1 never polled: the second member gets its share as soon as it is settled.
     assert!(group.join(2, 10));
+    assert!(
+        group.is_handing_off(),
+        "revoked first, so polls see it before it moves"
+    );
+    settle(&mut group, 10);
     assert!(group.generation() > before);
     assert!(!group.is_handing_off());
     assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0, 2]));
     assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![1, 3]));
-    assert_eq!(group.check_owner(2, 1, 12, &CONFIG), Ok(group.generation()));
+    assert_eq!(check(&group, 2, 1), Ok(group.generation()));
     assert_eq!(
-        group.check_owner(1, 1, 12, &CONFIG),
+        check(&group, 1, 1),
         Err(ErrorCode::ConsumerGroupPartitionNotOwned)
     );
     assert_eq!(
-        group.check_owner(3, 1, 12, &CONFIG),
+        check(&group, 3, 1),
         Err(ErrorCode::ConsumerGroupMemberNotFound)
     );
     let members = group.members();
@@ -58,18 +90,20 @@ fn a_partition_nothing_was_served_from_moves_at_once_on_join() {
 fn in_flight_data_holds_the_partition_until_it_is_committed() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
+    settle(&mut group, 0);
     // Member 1 was served offsets 0..=9 of partition 1 and committed up to 4.
-    group.note_polled(1, 9);
+    served(&mut group, 1, 9);
     group.note_committed(1, Some(4));
-    group.note_polled(0, 3);
+    served(&mut group, 0, 3);
     group.note_committed(0, Some(3));
     group.join(2, 10);
+    settle(&mut group, 10);
     assert!(group.is_handing_off());
     // The old owner may no longer poll it, nor does its sync list it; the new owner waits.
     assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0]));
     assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![]));
     assert_eq!(
-        group.check_owner(1, 1, 11, &CONFIG),
+        check(&group, 1, 1),
         Err(ErrorCode::ConsumerGroupPartitionNotOwned)
     );
     let members = group.members();
@@ -85,15 +119,17 @@ fn in_flight_data_holds_the_partition_until_it_is_committed() {
 fn a_poll_in_progress_holds_its_partition_and_then_finds_it_moving() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
-    group.check_owner(1, 1, 0, &CONFIG).unwrap();
-    group.begin_poll(1);
+    settle(&mut group, 0);
+    check(&group, 1, 1).unwrap();
+    group.set_flight(1, 1, None);
     // Partition 1 is being read by member 1: it does not move at once.
     group.join(2, 10);
+    settle(&mut group, 10);
     assert!(group.is_handing_off() && group.in_flight(1));
     assert_eq!(group.owner(1).unwrap().owner, 1);
     // The poll ends: its partition is being handed off, so it serves nothing.
     assert!(!group.may_serve(1, 1));
-    group.end_poll(1);
+    group.set_flight(1, 0, None);
     assert!(!group.in_flight(1));
     // Nothing was served, so the hand-off completes at the next check.
     assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![1]));
@@ -105,8 +141,10 @@ fn a_poll_in_progress_holds_its_partition_and_then_finds_it_moving() {
 fn a_pending_hand_off_completes_at_the_rebalancing_timeout() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
-    group.note_polled(1, 5);
+    settle(&mut group, 0);
+    served(&mut group, 1, 5);
     group.join(2, 1_000_000);
+    settle(&mut group, 1_000_000);
     assert_eq!(group.owner(1).unwrap().owner, 1);
     assert!(!group.tick(2_000_000, &CONFIG));
     assert!(group.tick(31_000_000, &CONFIG));
@@ -120,10 +158,11 @@ fn members_are_never_evicted_by_the_group_and_a_leave_moves_everything() {
     let mut group = GroupRuntime::new([0, 1]);
     group.join(1, 0);
     group.join(2, 0);
+    settle(&mut group, 0);
     // Hours of silence: liveness is the connection's business, not the group's.
     assert!(!group.tick(10_000_000_000, &CONFIG));
     assert_eq!(group.members_count(), 2);
-    group.note_polled(0, 7);
+    served(&mut group, 0, 7);
     group.leave(2, 10_000_000_001).unwrap();
     assert_eq!(group.sync(1, 10_000_000_002, &CONFIG), Some(vec![0, 1]));
     group.check_invariants();
@@ -177,22 +216,19 @@ fn apply(group: &mut GroupRuntime, step: &Step, now: &mut u64) {
     match step {
         Step::Join(client) => {
             group.join(u128::from(*client), *now);
+            settle(group, *now);
         }
         Step::Leave(client) => {
             let _ = group.leave(u128::from(*client), *now);
+            settle(group, *now);
         }
         Step::Sync(client) => {
             group.sync(u128::from(*client), *now, &CONFIG);
         }
         Step::Poll(client, partition) => {
             let (client, partition) = (u128::from(*client), u32::from(*partition));
-            if group.check_owner(client, partition, *now, &CONFIG).is_ok() {
-                group.begin_poll(partition);
-                let served = group.may_serve(client, partition);
-                group.end_poll(partition);
-                if served {
-                    group.note_polled(partition, *now);
-                }
+            if check(group, client, partition).is_ok() && group.may_serve(client, partition) {
+                served(group, partition, *now);
             }
         }
         Step::Commit(partition, offset) => {
@@ -202,7 +238,10 @@ fn apply(group: &mut GroupRuntime, step: &Step, now: &mut u64) {
             *now += u64::from(*advance);
             group.tick(*now, &CONFIG);
         }
-        Step::Partitions(count) => group.set_partitions(0..u32::from(*count), *now),
+        Step::Partitions(count) => {
+            group.set_partitions(0..u32::from(*count), *now);
+            settle(group, *now);
+        }
     }
 }
 

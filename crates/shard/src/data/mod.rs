@@ -11,10 +11,13 @@
 //! whose data plane opens it and runs its task; the handles of all partitions are published
 //! in one [`Routes`] map (papaya: lock-free reads) that every shard reads, so a request for a
 //! partition another shard owns travels over that partition's crossfire channel. Consumer
-//! groups live on the leader shard (0) only.
+//! groups are run by the leader (the metadata sequencer), which publishes its decisions to
+//! every shard ([`leases`]): group polls are checked where they are served.
 
 mod fetch;
+mod group_plane;
 mod groups;
+pub mod leases;
 mod offsets;
 mod partition;
 mod poll;
@@ -182,6 +185,8 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     routes: Arc<Routes>,
     /// Only the leader's are used.
     groups: RefCell<BTreeMap<GroupKey, GroupRuntime>>,
+    /// What the leader decided about every group, shared by all shards.
+    group_views: Arc<leases::GroupViews>,
     /// Round-robin cursor per (stream, topic) for `Partitioning::Balanced`.
     balanced: RefCell<BTreeMap<(u32, u32), u32>>,
     /// Reads verify every message checksum (`[system.partition] validate_checksum`).
@@ -220,11 +225,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             routes,
             partitions: RefCell::new(BTreeMap::new()),
             groups: RefCell::new(BTreeMap::new()),
+            group_views: Arc::default(),
             balanced: RefCell::new(BTreeMap::new()),
             // The server's default (`[system.partition] validate_checksum = true`).
             validate_checksum: true,
             clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same data plane, publishing and reading group decisions in `views` (the map all
+    /// shards of a server share).
+    pub fn with_group_views(mut self, views: Arc<leases::GroupViews>) -> Self {
+        self.group_views = views;
+        self
     }
 
     /// The same data plane on `clock`'s time.
@@ -297,7 +310,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     topic_id: *topic_id,
                     group_id: *id,
                 };
-                self.groups.borrow_mut().remove(&key);
+                self.forget_group(key);
                 self.delete_group_offsets(key).await
             }
             _ => Ok(()),
@@ -406,83 +419,6 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             .map_err(|source| DataError::Partition { key, source })
     }
 
-    /// Runs `f` on the group's runtime, if the group is known, after telling it the
-    /// group's stored offsets (the hand-off rule compares them with what was served).
-    pub fn with_group<T>(
-        &self,
-        key: GroupKey,
-        f: impl FnOnce(&mut GroupRuntime) -> T,
-    ) -> Option<T> {
-        let mut groups = self.groups.borrow_mut();
-        let group = groups.get_mut(&key)?;
-        self.refresh_committed(key, group);
-        Some(f(group))
-    }
-
-    /// Copies the group's stored offsets into `group`, for the partitions whose in-flight
-    /// check reads them (those it served offsets on): a few papaya reads, not one per
-    /// partition of the topic, on every group request.
-    fn refresh_committed(&self, key: GroupKey, group: &mut GroupRuntime) {
-        let owner = segment::offsets::OffsetOwner::Group(key.group_id);
-        for partition_id in group.served_partitions() {
-            let partition = PartitionKey {
-                stream_id: key.stream_id,
-                topic_id: key.topic_id,
-                partition_id,
-            };
-            let stored = self
-                .partition(partition)
-                .and_then(|handle| handle.stored_offset(owner));
-            group.note_committed(partition_id, stored);
-        }
-    }
-
-    /// For every group and partition, the members that may be served it now (leader only).
-    pub fn group_servers(&self) -> Vec<(GroupKey, u32, Vec<u128>)> {
-        let groups = self.groups.borrow();
-        groups
-            .iter()
-            .flat_map(|(key, group)| {
-                group
-                    .partitions()
-                    .iter()
-                    .map(|partition| (*key, *partition, group.servers_of(*partition)))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    /// Whether `client_id` is a member of any group.
-    pub fn is_group_member(&self, client_id: u128) -> bool {
-        let groups = self.groups.borrow();
-        groups.values().any(|group| group.is_member(client_id))
-    }
-
-    /// Removes `client_id` from every group (logout, eviction, session end).
-    pub fn leave_all_groups(&self, client_id: u128, now_us: u64) {
-        for group in self.groups.borrow_mut().values_mut() {
-            let _ = group.leave(client_id, now_us);
-        }
-    }
-
-    /// Completes the hand-offs of every group that may complete (the commit caught up, or
-    /// the rebalancing timeout passed); returns the groups whose ownership changed. Call it
-    /// periodically.
-    pub fn tick_groups(&self, now_us: u64) -> Vec<GroupKey> {
-        let mut changed = Vec::new();
-        let mut groups = self.groups.borrow_mut();
-        for (key, group) in groups.iter_mut() {
-            if !group.is_handing_off() {
-                continue;
-            }
-            self.refresh_committed(*key, group);
-            if group.tick(now_us, &self.config) {
-                changed.push(*key);
-            }
-        }
-        changed
-    }
-
     /// The next round-robin pick for a topic.
     fn next_balanced(&self, stream_id: u32, topic_id: u32) -> u32 {
         let mut balanced = self.balanced.borrow_mut();
@@ -538,34 +474,6 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             self.reconcile_groups(metadata);
         }
         Ok(())
-    }
-
-    /// Creates runtimes for new groups, drops those of deleted ones and tells every group
-    /// its topic's partitions. Membership is not persisted: clients re-join after a restart.
-    fn reconcile_groups(&self, metadata: &Metadata) {
-        let mut groups = self.groups.borrow_mut();
-        let mut known = BTreeMap::new();
-        for (stream_id, topic_id, topic) in topics(metadata) {
-            for group_id in topic.groups.keys() {
-                let key = GroupKey {
-                    stream_id,
-                    topic_id,
-                    group_id: *group_id,
-                };
-                let partitions = topic.partitions.keys().copied();
-                let runtime = groups.remove(&key).map_or_else(
-                    || GroupRuntime::new(partitions.clone()),
-                    |mut runtime| {
-                        // A hand-off this starts waits from now, not from the epoch (which
-                        // would make it time out at once).
-                        runtime.set_partitions(partitions.clone(), self.clock.now_us());
-                        runtime
-                    },
-                );
-                known.insert(key, runtime);
-            }
-        }
-        *groups = known;
     }
 
     async fn delete_group_offsets(&self, key: GroupKey) -> Result<(), DataError> {

@@ -13,6 +13,9 @@ use segment::log::{ReadStart, Records};
 use segment::offsets::OffsetOwner;
 use segment::storage::Storage;
 
+use std::sync::Arc;
+
+use super::leases::Lease;
 use super::resolve::{offset_owner, resolve_group, resolve_topic};
 use super::signal::{Cancel, race};
 use super::{DataError, DataPlane, GroupKey, PartitionHandle, PartitionKey};
@@ -41,7 +44,6 @@ pub struct PollRequest<'a> {
     pub context: PartitionContext,
     /// Budget for the reply body, head included.
     pub max_bytes: u64,
-    pub now_us: u64,
 }
 
 /// Why a poll is not served as asked.
@@ -75,6 +77,9 @@ pub struct PollPlan {
     pub context: PartitionContext,
     /// The consumer group polling, whose hand-off rule tracks what it was served.
     pub group: Option<GroupKey>,
+    /// The group poll's lease: it counts the poll in flight until the last clone of the
+    /// plan is dropped.
+    pub lease: Option<Arc<Lease>>,
     /// The polling member's client id (0 for a plain consumer).
     pub poller: u128,
 }
@@ -163,21 +168,22 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let Some(partition_id) = selector.partition.0.or(group.is_none().then_some(0)) else {
             return Err(PollRefusal::Empty { partition_id: 0 });
         };
-        let owner_generation = match group {
+        let (owner_generation, lease) = match group {
             Some(group_id) => {
                 let key = GroupKey {
                     stream_id,
                     topic_id: topic.id,
                     group_id,
                 };
-                self.check_group_poll(key, partition_id, request)?
+                let (generation, lease) = self.check_group_poll(key, partition_id, request)?;
+                (generation, Some(Arc::new(lease)))
             }
             None if request.dialect == Dialect::V0_12_2
                 && request.context.owner_generation != 0 =>
             {
                 return Err(ErrorCode::ConsumerGroupPartitionNotOwned.into());
             }
-            None => 0,
+            None => (0, None),
         };
         let key = PartitionKey {
             stream_id,
@@ -203,24 +209,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             group_id,
         });
         plan.poller = request.client_id;
-        self.begin_group_poll(&plan);
+        plan.lease = lease;
         Ok(plan)
     }
 
     /// Membership and ownership of a group poll: `5006`/`5009` for 0.12.2, the re-sync
-    /// sentinel for 0.11.0. Returns the generation to report.
+    /// sentinel for 0.11.0. Returns the generation to report and the poll's lease.
     fn check_group_poll(
         &self,
         key: GroupKey,
         partition_id: u32,
         request: &PollRequest<'_>,
-    ) -> Result<u64, PollRefusal> {
-        let config = self.config;
-        let checked = self
-            .with_group(key, |group| {
-                group.check_owner(request.client_id, partition_id, request.now_us, &config)
-            })
-            .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound));
+    ) -> Result<(u64, Lease), PollRefusal> {
+        let checked = self.lease_group_poll(key, request.client_id, partition_id);
         checked.map_err(|code| match (request.dialect, code) {
             (Dialect::V0_11_0, ErrorCode::ConsumerGroupIdNotFound) | (Dialect::V0_12_2, _) => {
                 PollRefusal::Status(code)
@@ -261,52 +262,34 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 metadata_op: metadata.commit,
             },
             group: None,
+            lease: None,
             poller: 0,
         })
     }
 
     /// Runs an immediate poll (100).
     pub async fn poll(&self, plan: &PollPlan) -> Result<Polled, DataError> {
-        let records = self.read_counted(plan).await?;
+        let records = read(plan, plan.count, plan.max_bytes).await?;
         self.serve_group_poll(plan, records.last_offset)?;
         finish(plan, records).await
     }
 
-    /// Counts a planned group poll as in flight until [`Self::end_group_poll`].
-    pub(super) fn begin_group_poll(&self, plan: &PollPlan) {
-        if let Some(group) = plan.group {
-            self.with_group(group, |runtime| runtime.begin_poll(plan.key.partition_id));
-        }
-    }
-
-    /// A read of `plan`; a failure ends the group poll's count (its ownership check began it).
-    async fn read_counted(&self, plan: &PollPlan) -> Result<Records, DataError> {
-        let read = read(plan, plan.count, plan.max_bytes).await;
-        if read.is_err() {
-            self.end_group_poll(plan, None);
-        }
-        read
-    }
-
     /// Ends a group member's poll that read up to `last_offset`: when the member still owns
-    /// the partition (not handing it off), the group learns what it was served and the poll
-    /// may answer; otherwise the partition moved while the poll read or waited, and it answers
-    /// `5009` instead of serving (and committing) what is now another member's. Plain polls
-    /// always may.
+    /// the partition under the poll's lease (not handing it off), what it was served is
+    /// noted and the poll may answer; otherwise the partition moved while the poll read or
+    /// waited, and it answers `5009` instead of serving (and committing) what is now another
+    /// member's. Plain polls always may.
     pub(super) fn end_group_poll(&self, plan: &PollPlan, last_offset: Option<u64>) -> bool {
-        let Some(group) = plan.group else {
+        let (Some(group), Some(lease)) = (plan.group, plan.lease.as_ref()) else {
             return true;
         };
-        let partition_id = plan.key.partition_id;
-        let served = self.with_group(group, |runtime| {
-            runtime.end_poll(partition_id);
-            let may = runtime.may_serve(plan.poller, partition_id);
-            if let (true, Some(last)) = (may, last_offset) {
-                runtime.note_polled(partition_id, last);
-            }
-            may
-        });
-        served.unwrap_or(false)
+        self.finish_lease(
+            group,
+            lease,
+            plan.poller,
+            plan.key.partition_id,
+            last_offset,
+        )
     }
 
     fn serve_group_poll(&self, plan: &PollPlan, last_offset: Option<u64>) -> Result<(), DataError> {
@@ -329,7 +312,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let deadline = self.clock.now_us().saturating_add(wait_us);
         loop {
             let appended = plan.handle.appended();
-            let records = self.read_counted(plan).await?;
+            let records = read(plan, plan.count, plan.max_bytes).await?;
             let now = self.clock.now_us();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {

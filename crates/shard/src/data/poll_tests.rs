@@ -90,7 +90,7 @@ fn fetch_reads_sections_within_the_totals() {
             auto_commit: true,
             targets: vec![target(0, 1), target(1, 0), target(7, 0)],
         };
-        let plan = plane.plan_fetch(&meta, &request, 1, 0).unwrap();
+        let plan = plane.plan_fetch(&meta, &request, 1).unwrap();
         let fetched = plane.fetch(&plan, &Cancel::new()).await.unwrap();
         let counts: Vec<u32> = fetched
             .sections

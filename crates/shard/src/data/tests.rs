@@ -109,7 +109,6 @@ pub(crate) fn request(selector: &PollSelector, client_id: u128) -> PollRequest<'
         dialect: Dialect::V0_12_2,
         context: PartitionContext::default(),
         max_bytes: 1 << 20,
-        now_us: 0,
     }
 }
 
@@ -305,11 +304,11 @@ fn group_polls_check_membership_and_ownership() {
                 partition_id: u32::MAX
             })
         );
-        plane.with_group(group, |group| group.join(5, 0)).unwrap();
-        plane.with_group(group, |group| group.join(6, 0)).unwrap();
+        plane.change_group(group, |group| group.join(5, 0)).unwrap();
+        plane.change_group(group, |group| group.join(6, 0)).unwrap();
         // Member 5 was served nothing, so partition 1 moved to member 6 at once.
         let assigned = plane
-            .with_group(group, |group| group.sync(6, 0, &GroupConfig::default()))
+            .change_group(group, |group| group.sync(6, 0, &GroupConfig::default()))
             .unwrap();
         assert_eq!(assigned, Some(vec![1]));
         assert_eq!(
@@ -331,7 +330,7 @@ fn group_polls_check_membership_and_ownership() {
         );
         plane.leave_all_groups(6, 1);
         assert_eq!(
-            plane.with_group(group, |group| group.members_count()),
+            plane.with_group(group, GroupRuntime::members_count),
             Some(1)
         );
         plane
@@ -345,7 +344,7 @@ fn group_polls_check_membership_and_ownership() {
             )
             .await
             .unwrap();
-        assert_eq!(plane.with_group(group, |group| group.generation()), None);
+        assert_eq!(plane.with_group(group, GroupRuntime::generation), None);
     });
 }
 

@@ -15,7 +15,7 @@ use proto::result::ResultSection;
 use proto::{Dialect, codec::WireName};
 
 use crate::connection::Connection;
-use crate::data::{DataPlane, GroupKey, resolve_group, resolve_topic};
+use crate::data::{DataPlane, GroupKey, GroupRuntime, resolve_group, resolve_topic};
 use crate::metadata::{Metadata, MetadataOp};
 use crate::outcome::Outcome;
 use crate::server::Server;
@@ -103,7 +103,7 @@ fn membership(
             key.and_then(|key| key).and_then(|key| {
                 server
                     .data
-                    .with_group(key, |group| group.join(client_id, now))
+                    .change_group(key, |group| group.join(client_id, now))
                     .ok_or(ErrorCode::ConsumerGroupIdNotFound)
                     .map(|_| result_ok(dialect, &[]))
             })
@@ -121,7 +121,7 @@ fn membership(
             key.and_then(|key| key).and_then(|key| {
                 server
                     .data
-                    .with_group(key, |group| group.leave(client_id, now))
+                    .change_group(key, |group| group.leave(client_id, now))
                     .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
                     .map(|()| result_ok(dialect, &[]))
             })
@@ -134,7 +134,7 @@ fn membership(
             let config = server.data.group_config();
             key.map(|key| {
                 let assignment = key.ok().and_then(|key| {
-                    server.data.with_group(key, |group| {
+                    server.data.change_group(key, |group| {
                         let partition_ids = group.sync(client_id, now, &config)?;
                         Some(ConsumerGroupAssignment {
                             generation: group.generation(),
@@ -175,7 +175,7 @@ fn details(metadata: &Metadata, data: &DataPlane, key: GroupKey) -> Option<Consu
         .get(&key.topic_id)?;
     let group = topic.groups.get(&key.group_id)?;
     let members = data
-        .with_group(key, |runtime| runtime.members())
+        .with_group(key, GroupRuntime::members)
         .unwrap_or_default();
     Some(ConsumerGroupDetails {
         group: ConsumerGroupResponse {

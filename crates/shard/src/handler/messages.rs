@@ -84,7 +84,6 @@ pub(crate) async fn handle(
                 dialect,
                 context,
                 max_bytes: POLL_BYTES_DEFAULT,
-                now_us: server.now_us(),
             };
             let _replies = connection.replies.acquire(request.max_bytes).await;
             poll(server, operation, commit, &request, None, number).await
@@ -96,7 +95,6 @@ pub(crate) async fn handle(
                 dialect,
                 context,
                 max_bytes: u64::from(deferred.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX),
-                now_us: server.now_us(),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
             let _replies = connection.replies.acquire(request.max_bytes).await;
@@ -194,9 +192,7 @@ async fn fetch_messages(
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
-        server
-            .data
-            .plan_fetch(&metadata, fetch, client_id, server.now_us())
+        server.data.plan_fetch(&metadata, fetch, client_id)
     };
     let plan = match plan {
         Ok(plan) => plan,

@@ -2,18 +2,18 @@
 //!
 //! The leader (the metadata sequencer) alone changes metadata, sessions and consumer groups,
 //! so it answers every request that does or that reads group membership. The data path stays
-//! on the shard the connection lives on: sends, polls and fetches of plain consumers,
-//! offsets, and reads of metadata, which every shard's replica answers.
+//! on the shard the connection lives on: sends, polls and fetches (a group member's are
+//! checked against the groups' published views, [`crate::data::leases`]), offsets, and reads
+//! of metadata, which every shard's replica answers.
 
 use proto::codes::CommandCode;
 use proto::commands::Request;
-use proto::primitives::ConsumerKind;
 
 /// Whether a shard other than the leader must forward the decoded `request` to the leader.
 /// Everything before decoding (header, session, authentication checks) answers the same on
 /// every shard, so only decoded requests are routed; logins go to the leader undecoded.
 pub(super) fn needs_leader(request: &Request<'_>) -> bool {
-    leader_only(request.code()) || polls_a_group(request)
+    leader_only(request.code())
 }
 
 /// The codes that change metadata, sessions or groups, or read group membership.
@@ -57,16 +57,4 @@ fn leader_only(code: CommandCode) -> bool {
             | C::LeaveConsumerGroup
             | C::SyncConsumerGroup
     )
-}
-
-/// A poll or fetch as a consumer-group member: the leader checks the member owns the
-/// partition.
-fn polls_a_group(request: &Request<'_>) -> bool {
-    let kind = match request {
-        Request::PollMessages(selector) => selector.consumer.kind,
-        Request::PollMessagesDeferred(deferred) => deferred.selector.consumer.kind,
-        Request::FetchMessages(fetch) => fetch.consumer.kind,
-        _ => return false,
-    };
-    kind == ConsumerKind::ConsumerGroup
 }
