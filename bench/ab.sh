@@ -1,7 +1,7 @@
 #!/bin/bash
 # A/B of two server builds on this machine: for each scenario, ROUNDS pairs, the two servers
 # alternating (fresh data each run), the same bench client (this tree's build) for both.
-# Prints every run's aggregate MB/s and the medians.
+# Prints every run's aggregate MB/s and p50 latency, and the medians of both.
 # Usage: bash bench/ab.sh <previous iggy binary> <new iggy binary> [rounds] [total bytes]
 set -u
 OLD=$1
@@ -14,17 +14,23 @@ DATA=target/bench-ab
 start() {
   rm -rf "$DATA"
   IGGY_SYSTEM_PATH=$DATA IGGY_TCP_ADDRESS=$ADDRESS "$1" --with-default-root-credentials \
-    >"$DATA.log" 2>&1 &
+    >"$DATA.log" 2>&1 </dev/null &
   PID=$!
   sleep 1
 }
 stop() { kill "$PID"; wait "$PID" 2>/dev/null; }
-# The aggregate throughput (MB/s) of one run, from the bench's JSON report.
-throughput() {
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(next(iter(d["aggregate"].values()))["megabytes_per_second"])' "$1"
+# The aggregate throughput (MB/s) and p50 latency (µs) of one run, from the bench's JSON.
+figures() {
+  python3 -c 'import json,sys; a=next(iter(json.load(open(sys.argv[1]))["aggregate"].values())); print(a["megabytes_per_second"], a["latency_us"]["p50"])' "$1"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for scenario in pinned-producer pinned-consumer; do
+# Each line: a scenario and its options. The group scenario runs two consumers on two
+# partitions so that, with two shards, a member is served on a shard other than the
+# metadata sequencer's.
+SCENARIOS="pinned-producer
+pinned-consumer
+balanced-consumer-group --consumers 2 --partitions 2"
+while read -r scenario options; do
   : >"$DATA-old.txt"
   : >"$DATA-new.txt"
   for round in $(seq "$ROUNDS"); do
@@ -33,16 +39,20 @@ for scenario in pinned-producer pinned-consumer; do
       [ "$side" = new ] && binary=$NEW
       start "$binary"
       out="$DATA-out-$side"
-      $CLIENT bench "$scenario" --address $ADDRESS --total-bytes "$TOTAL" --output "$out" \
-        >/dev/null 2>&1
+      # shellcheck disable=SC2086 # the options are words
+      $CLIENT bench "$scenario" $options --address $ADDRESS --total-bytes "$TOTAL" \
+        --output "$out" >/dev/null 2>&1 </dev/null
       stop
-      value=$(throughput "$out/$scenario.json")
-      echo "$scenario round $round $side: $value MB/s"
-      echo "$value" >>"$DATA-$side.txt"
+      read -r rate p50 <<<"$(figures "$out/$scenario.json")"
+      echo "$scenario round $round $side: $rate MB/s, p50 $p50 µs"
+      echo "$rate $p50" >>"$DATA-$side.txt"
     done
   done
-  old=$(median <"$DATA-old.txt")
-  new=$(median <"$DATA-new.txt")
-  echo "$scenario median: previous $old MB/s, this build $new MB/s, ratio $(python3 -c "print(round($new/$old, 3))")"
-done
+  old=$(cut -d' ' -f1 <"$DATA-old.txt" | median)
+  new=$(cut -d' ' -f1 <"$DATA-new.txt" | median)
+  old_p50=$(cut -d' ' -f2 <"$DATA-old.txt" | median)
+  new_p50=$(cut -d' ' -f2 <"$DATA-new.txt" | median)
+  echo "$scenario median: previous $old MB/s p50 $old_p50 µs, this build $new MB/s p50 $new_p50 µs," \
+    "ratio $(python3 -c "print(round($new/$old, 3))"), p50 ratio $(python3 -c "print(round($new_p50/$old_p50, 3))")"
+done <<<"$SCENARIOS"
 rm -rf "$DATA" "$DATA.log" "$DATA"-*.txt "$DATA"-out-*

@@ -40,6 +40,23 @@ const BANNED_TEXT: [(&str, &str); 7] = [
 const FIELD_NAMES_ARE_FOR_LOGS: &str =
     "decide on the error's typed `subject` or kind; a decode error's field name is for logs";
 
+/// The shard's runtime edge: the only files of `crates/shard/src` that may name the runtime
+/// (`compio`) or the channels between threads (`crossfire`). Everything else in the shard is
+/// logic the simulator and the tests drive directly.
+const SHARD_EDGE: [&str; 10] = [
+    "crates/shard/src/check.rs",
+    "crates/shard/src/clock.rs",
+    "crates/shard/src/data/mod.rs",
+    "crates/shard/src/data/partition.rs",
+    "crates/shard/src/data/signal.rs",
+    "crates/shard/src/hashing.rs",
+    "crates/shard/src/mail.rs",
+    "crates/shard/src/node.rs",
+    "crates/shard/src/server.rs",
+    "crates/shard/src/server/",
+];
+const SHARD_RUNTIME_CRATES: [&str; 2] = ["compio", "crossfire"];
+
 /// Crates that must never reach `proto`'s normal no-default-features graph: runtimes and OS
 /// bindings, which would make the `no_std` crate depend on std.
 const NO_STD_BANNED_CRATES: [&str; 4] = ["tokio", "compio", "libc", "mio"];
@@ -107,6 +124,7 @@ pub(crate) fn run(sh: &Shell) -> Result<(), DynError> {
                 message,
             });
         }
+        findings.extend(check_shard_core(path, text));
         for function in functions(text) {
             if function.lines > FUNCTION_LINES_MAX {
                 long_functions.push((path.clone(), function));
@@ -469,6 +487,41 @@ fn banned_crates(tree: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// A file of the shard outside [`SHARD_EDGE`] that names the runtime or the channels in its
+/// code (comments and `#[cfg(test)]` items aside).
+fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
+    let in_core = path.starts_with("crates/shard/src/")
+        && !SHARD_EDGE.iter().any(|edge| path.starts_with(edge));
+    if !in_core {
+        return Vec::new();
+    }
+    let code = code_only(text);
+    let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
+        .into_iter()
+        .map(|(start, end)| (start, end.line()))
+        .collect();
+    let mut findings = Vec::new();
+    for (index, line) in code.iter().enumerate() {
+        let in_test = test_items
+            .iter()
+            .any(|&(start, end)| (start..=end).contains(&index));
+        let named = SHARD_RUNTIME_CRATES.iter().find(|name| {
+            line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|word| word == **name)
+        });
+        if let (false, Some(name)) = (in_test, named) {
+            findings.push(Finding {
+                path: path.to_owned(),
+                line: index + 1,
+                message: format!(
+                    "`{name}` in the shard's core: only its runtime edge (SHARD_EDGE) may use it"
+                ),
+            });
+        }
+    }
+    findings
+}
+
 /// The functions with a body, outside items marked `#[cfg(test)]`.
 fn functions(text: &str) -> Vec<Function> {
     let code = code_only(text);
@@ -705,8 +758,8 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::{
-        Function, banned_crates, check_text, code_only, feature_rows, functions, has_module_doc,
-        is_test_file, manifest_features, out_of_line_test_modules, ratchet,
+        Function, banned_crates, check_shard_core, check_text, code_only, feature_rows, functions,
+        has_module_doc, is_test_file, manifest_features, out_of_line_test_modules, ratchet,
         unused_workspace_dependencies, workspace_members,
     };
 
@@ -717,6 +770,31 @@ mod tests {
         }
         text.push_str("    0\n}\n");
         text
+    }
+
+    #[test]
+    fn the_shard_core_names_no_runtime() {
+        let text = concat!(
+            "//! Uses compio in a comment only.\n",
+            "use crossfire::mpsc;\n",
+            "fn f() { let s = \"compio\"; compio::runtime::spawn(g()); }\n",
+            "#[cfg(test)]\nmod tests {\n    use compio::runtime::Runtime;\n}\n",
+        );
+        let lines = |path| -> Vec<usize> {
+            check_shard_core(path, text)
+                .iter()
+                .map(|f| f.line)
+                .collect()
+        };
+        assert_eq!(lines("crates/shard/src/data/groups.rs"), [2, 3]);
+        assert!(
+            lines("crates/shard/src/server/inbound.rs").is_empty(),
+            "the edge may"
+        );
+        assert!(
+            lines("crates/sim/src/world.rs").is_empty(),
+            "other crates may"
+        );
     }
 
     #[test]

@@ -212,7 +212,7 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
-    let server = Rc::new(Server::open(info.clone(), path.clone(), Arc::clone(&node)).await?);
+    let server = Server::open(info.clone(), path.clone(), Arc::clone(&node)).await?;
     let (inbox_stop, inbox_stopped) = crossfire::oneshot::oneshot::<()>();
     let inbox_stopped = async move {
         let _ = inbox_stopped.await;

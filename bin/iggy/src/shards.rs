@@ -167,13 +167,7 @@ fn run_thread(start: ShardStart, signals: Signals) {
 
 async fn serve(start: ShardStart, signals: Signals) {
     let index = start.index;
-    let server = Rc::new(Server::for_shard(
-        start.info,
-        start.metadata,
-        start.root,
-        start.node,
-        index,
-    ));
+    let server = Server::for_shard(start.info, start.metadata, start.root, start.node, index);
     if let Err(source) = server.open_partitions().await {
         signals.ready.send(Err(ShardStartError::Open {
             shard: index,

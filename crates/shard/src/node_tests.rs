@@ -48,13 +48,7 @@ fn spawn_sequencer(
     std::thread::spawn(move || {
         let runtime = compio::runtime::Runtime::new().unwrap();
         runtime.block_on(async move {
-            let server = Rc::new(Server::for_shard(
-                info(),
-                Metadata::default(),
-                root,
-                node,
-                1,
-            ));
+            let server = Server::for_shard(info(), Metadata::default(), root, node, 1);
             server.open_partitions().await.unwrap();
             let stopped = async move {
                 let _ = stop.await;
@@ -94,13 +88,13 @@ fn two_shards_share_metadata_and_partitions_through_a_sequencer_other_than_shard
     let sequencer = spawn_sequencer(Arc::clone(&node), sequencer_inbox, root.clone(), stopping);
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let replica = Rc::new(Server::for_shard(
+        let replica = Server::for_shard(
             info(),
             Metadata::default(),
             root.clone(),
             Arc::clone(&node),
             0,
-        ));
+        );
         assert!(!replica.place().is_leader());
         let never = std::future::pending::<()>();
         compio::runtime::spawn(replica_inbox.serve(Rc::clone(&replica), never)).detach();

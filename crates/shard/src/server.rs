@@ -14,10 +14,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
-
-use futures_util::lock::Mutex;
 
 use proto::codes::CommandCode;
 use proto::commands::Request;
@@ -43,6 +41,9 @@ use crate::sessions::Sessions;
 
 mod inbound;
 mod route;
+mod sequencer;
+
+use sequencer::Sequencer;
 
 /// The server version reported at login and in stats: the Iggy generation we answer as.
 pub const SERVER_VERSION: &str = "0.9.0";
@@ -87,10 +88,10 @@ pub struct Server {
     /// hold it across an await takes the `Rc` instead of a copy; a commit changes it in place
     /// unless such a reader still holds the previous state.
     pub metadata: RefCell<Rc<Metadata>>,
-    /// The leader's journal; `None` on other shards and for metadata kept in memory only
-    /// (tests). Commits are serialised by the lock, which is held across the journal append,
-    /// the other shards' apply and the data plane's follow-up.
-    pub journal: Mutex<Option<Journal<ShardStorage>>>,
+    /// The leader's commit queue and journal.
+    sequencer: Sequencer,
+    /// This server, for the tasks it starts (constructors hand out an `Rc`).
+    me: Weak<Server>,
     pub data: DataPlane,
     /// The session table; only the leader's changes (see [`Sessions`]).
     pub sessions: RefCell<Sessions>,
@@ -129,8 +130,9 @@ pub enum OpenError {
 
 impl Server {
     /// A server whose metadata lives only in memory and whose data plane is rooted at
-    /// `root`: for tests, and for callers that replay nothing.
-    pub fn new(info: ServerInfo, metadata: Metadata, root: PathBuf) -> Self {
+    /// `root`: for tests, and for callers that replay nothing. Every constructor hands out
+    /// the server shared, as the tasks it starts hold it too.
+    pub fn new(info: ServerInfo, metadata: Metadata, root: PathBuf) -> Rc<Self> {
         let (node, _) = Node::new(1);
         Self::for_shard(info, metadata, root, node, 0)
     }
@@ -143,7 +145,7 @@ impl Server {
         root: PathBuf,
         node: Arc<Node>,
         index: usize,
-    ) -> Self {
+    ) -> Rc<Self> {
         let storage = Either::Left(CompioStorage::new());
         Self::for_shard_on(storage, info, metadata, root, node, index)
     }
@@ -156,7 +158,7 @@ impl Server {
         root: PathBuf,
         node: Arc<Node>,
         index: usize,
-    ) -> Self {
+    ) -> Rc<Self> {
         let session_seed = info.started_at_us / 1000;
         let place = ShardPlace {
             index,
@@ -164,9 +166,10 @@ impl Server {
             sequencer: node.sequencer(),
         };
         let routes = Arc::clone(&node.routes);
-        Self {
+        Rc::new_cyclic(|me| Self {
             metadata: RefCell::new(Rc::new(metadata)),
-            journal: Mutex::new(None),
+            sequencer: Sequencer::default(),
+            me: me.clone(),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum)
                 .with_group_views(Arc::clone(&node.group_views))
@@ -179,7 +182,7 @@ impl Server {
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),
-        }
+        })
     }
 
     /// The time now, by the node's clock (µs since the epoch).
@@ -203,7 +206,11 @@ impl Server {
     /// `metadata/snapshot.bin` and replays `metadata/journal.wal` after it (a torn tail cut,
     /// corruption refused; see [`crate::metadata::journal`]) and opens the partitions it
     /// owns. The other shards start from [`Self::metadata`] afterwards.
-    pub async fn open(info: ServerInfo, root: PathBuf, node: Arc<Node>) -> Result<Self, OpenError> {
+    pub async fn open(
+        info: ServerInfo,
+        root: PathBuf,
+        node: Arc<Node>,
+    ) -> Result<Rc<Self>, OpenError> {
         Self::open_on(Either::Left(CompioStorage::new()), info, root, node).await
     }
 
@@ -213,13 +220,13 @@ impl Server {
         info: ServerInfo,
         root: PathBuf,
         node: Arc<Node>,
-    ) -> Result<Self, OpenError> {
+    ) -> Result<Rc<Self>, OpenError> {
         let directory = segment::layout::metadata_directory(&root);
         let (journal, metadata) = Journal::open(&storage, &directory).await?;
         let sequencer = node.sequencer();
         let server = Self::for_shard_on(storage, info, metadata, root, node, sequencer);
         server.open_partitions().await?;
-        *server.journal.lock().await = Some(journal);
+        server.sequencer.set_journal(journal);
         Ok(server)
     }
 
@@ -239,11 +246,9 @@ impl Server {
         }
     }
 
-    /// Commits one metadata operation on the sequencer (from any shard): applies it to a copy
-    /// to prove it applies, appends it to the journal (fsynced), applies it, has every other
-    /// shard apply it, then lets the leader's data plane follow. Returns the new commit
-    /// number once every shard has applied it, so a client that is answered reads its write
-    /// on whichever shard serves its next request.
+    /// Commits one metadata operation on the sequencer (from any shard; see
+    /// [`sequencer`]). Returns the new commit number once every shard has applied it, so a
+    /// client that is answered reads its write on whichever shard serves its next request.
     pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
         if !self.place().is_leader() {
             let sequencer = self.node.sequencer();
@@ -252,35 +257,12 @@ impl Server {
                 .await;
             return committed.unwrap_or(Err(ErrorCode::Error));
         }
-        let mut journal = self.journal.lock().await;
-        // The op is applied to a copy first: the journal must only ever hold ops that apply.
-        let mut next = Metadata::clone(&self.metadata.borrow());
-        if let Err(error) = next.apply(&op) {
-            log::error!("metadata: {} does not apply: {error}", op.kind());
-            return Err(ErrorCode::Error);
-        }
-        if let Some(journal) = journal.as_mut()
-            && let Err(error) = journal.append(&op, &next).await
-        {
-            log::error!("metadata: journal append failed: {error}");
-            return Err(ErrorCode::Error);
-        }
-        let commit = next.commit;
-        let next = Rc::new(next);
-        self.metadata.replace(Rc::clone(&next));
-        self.replicate(&op).await;
-        if op.may_revoke_identity() {
-            self.end_orphaned_sessions();
-        }
-        if let Err(error) = self.data.on_applied(&op, &next).await {
-            log::error!("data: following commit {commit} failed: {error}");
-            return Err(ErrorCode::Error);
-        }
-        Ok(commit)
+        self.sequence(op).await
     }
 
-    /// Has every other shard apply the committed `op`, in commit order (the journal lock is
-    /// held). A shard that fails to follow is logged: its replica no longer matches.
+    /// Has every other shard apply the committed `op`, in commit order (the sequencer runs
+    /// one commit at a time). A shard that fails to follow is logged: its replica no longer
+    /// matches.
     async fn replicate(&self, op: &MetadataOp) {
         let others = (0..self.node.shard_count()).filter(|&shard| shard != self.place().index);
         let applied = others.map(|shard| {

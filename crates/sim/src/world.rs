@@ -71,7 +71,6 @@ pub async fn boot(sim: &mut Sim) -> Result<Shards, Violation> {
     let sequencer = Server::open_on(storage(), sim.info(), root(), Arc::clone(&node))
         .await
         .map_err(|error| Violation(format!("restart failed: {error:?}")))?;
-    let sequencer = Rc::new(sequencer);
     let mut servers = Vec::new();
     for index in 0..sim.shard_count {
         if index == sim.sequencer {
@@ -91,7 +90,7 @@ pub async fn boot(sim: &mut Sim) -> Result<Shards, Violation> {
             .open_partitions()
             .await
             .map_err(|error| Violation(format!("shard {index} failed to open: {error:?}")))?;
-        servers.push(Rc::new(server));
+        servers.push(server);
     }
     sim.transit_on.set(false);
     for (inbox, server) in inboxes.into_iter().zip(&servers) {

@@ -30,7 +30,7 @@ const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 
 /// A server on a fresh directory with the root user (`iggy`/`secret`), removed on drop.
 struct Fixture {
-    server: Server,
+    server: std::rc::Rc<Server>,
     root: PathBuf,
 }
 

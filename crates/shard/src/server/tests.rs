@@ -2,8 +2,6 @@
 //! the system commands a client sends first, and the eviction of stale group members.
 
 use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use proto::codec::{WireName, encode_to_vec};
 use proto::codes::CommandCode;
@@ -27,16 +25,12 @@ const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 
 /// Runs a future that never waits on I/O (the handlers of these tests do not).
 fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-    }
+    compio::runtime::Runtime::new()
+        .expect("a compio runtime starts")
+        .block_on(future)
 }
 
-fn server() -> Server {
+fn server() -> std::rc::Rc<Server> {
     let info = ServerInfo {
         cluster_name: "iggy-cluster".into(),
         node_name: "iggy-node".into(),
@@ -605,4 +599,29 @@ fn a_bound_connection_speaks_only_for_its_own_client_id() {
         login_as(&server, &mut connection, CLIENT).session,
         login.session
     );
+}
+
+/// A commit whose request is dropped mid-way (its connection evicted) still commits, whole
+/// and in order: the sequencer runs it, not the request.
+#[test]
+fn a_dropped_request_does_not_cut_its_commit_short() {
+    let server = server();
+    let stream = |id, name: &str| crate::metadata::MetadataOp::CreateStream {
+        id,
+        name: name.into(),
+        created_at: 1,
+        options: proto::primitives::OptionsBlock::default(),
+    };
+    block_on(async {
+        let before = server.commit_number();
+        let mut first = Box::pin(server.commit(stream(1, "first")));
+        let polled = futures_util::poll!(first.as_mut());
+        assert!(polled.is_pending(), "the commit waits for the sequencer");
+        drop(first);
+        let second = server.commit(stream(2, "second")).await;
+        assert_eq!(second, Ok(before + 2), "the dropped commit went first");
+        let metadata = server.metadata.borrow();
+        assert_eq!(metadata.streams[&1].name, "first");
+        assert_eq!(metadata.streams[&2].name, "second");
+    });
 }
