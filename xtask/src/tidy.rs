@@ -6,7 +6,7 @@
 //! over the limit, and an entry that no longer exceeds it is itself a finding, so the list only
 //! shrinks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
 use std::fmt;
 use std::fs;
@@ -56,6 +56,10 @@ const SHARD_EDGE: [&str; 10] = [
     "crates/shard/src/server/",
 ];
 const SHARD_RUNTIME_CRATES: [&str; 2] = ["compio", "crossfire"];
+/// The module cycles of `crates/shard/src` still allowed, each sorted: the handlers take the
+/// server and the server dispatches to them, until the synchronous core separates them. Any
+/// other cycle fails.
+const SHARD_CYCLES_ALLOWED: [&[&str]; 1] = [&["handler", "server"]];
 
 /// Crates that must never reach `proto`'s normal no-default-features graph: runtimes and OS
 /// bindings, which would make the `no_std` crate depend on std.
@@ -133,6 +137,7 @@ pub(crate) fn run(sh: &Shell) -> Result<(), DynError> {
     }
     let allowlist = read(&root, LONG_FUNCTIONS_ALLOWLIST)?;
     findings.extend(ratchet(&allowlist, &long_functions));
+    findings.extend(check_module_cycles(&sources, &test_files));
     findings.extend(check_features(&root)?);
     findings.extend(check_workspace_dependencies(&root)?);
     findings.extend(check_no_std(sh)?);
@@ -487,6 +492,101 @@ fn banned_crates(tree: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The cycles among the shard's top-level modules (a module uses another when its code, tests
+/// aside, names `crate::other`), beyond [`SHARD_CYCLES_ALLOWED`].
+fn check_module_cycles(
+    sources: &[(String, String)],
+    test_files: &BTreeSet<String>,
+) -> Vec<Finding> {
+    const ROOT: &str = "crates/shard/src/";
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in sources {
+        let Some(relative) = path.strip_prefix(ROOT) else {
+            continue;
+        };
+        if is_test_file(path, test_files) {
+            continue;
+        }
+        let module = relative
+            .split(['/', '.'])
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let code = code_only(text);
+        let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
+            .into_iter()
+            .map(|(start, end)| (start, end.line()))
+            .collect();
+        for (index, line) in code.iter().enumerate() {
+            if test_items
+                .iter()
+                .any(|&(start, end)| (start..=end).contains(&index))
+            {
+                continue;
+            }
+            for used in line.split("crate::").skip(1) {
+                let name: String = used
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != module {
+                    uses.entry(module.clone()).or_default().insert(name);
+                }
+            }
+        }
+    }
+    strongly_connected(&uses)
+        .into_iter()
+        .filter(|cycle| {
+            !SHARD_CYCLES_ALLOWED
+                .iter()
+                .any(|allowed| allowed.iter().eq(cycle.iter()))
+        })
+        .map(|cycle| Finding {
+            path: ROOT.to_owned(),
+            line: 0,
+            message: format!(
+                "module cycle {}: break it (STYLE: no module cycles)",
+                cycle.join(" ↔ ")
+            ),
+        })
+        .collect()
+}
+
+/// The groups of two or more nodes of `graph` that reach each other, each sorted.
+fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(node) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|node| (node, reach(node))).collect();
+    let mut cycles: Vec<Vec<String>> = Vec::new();
+    for (node, from_node) in &reached {
+        let mut cycle: Vec<String> = from_node
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|back| back.contains(*node)))
+            .cloned()
+            .collect();
+        if !cycle.contains(node) {
+            continue;
+        }
+        cycle.sort();
+        if cycle.len() > 1 && !cycles.contains(&cycle) {
+            cycles.push(cycle);
+        }
+    }
+    cycles
+}
+
 /// A file of the shard outside [`SHARD_EDGE`] that names the runtime or the channels in its
 /// code (comments and `#[cfg(test)]` items aside).
 fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
@@ -758,9 +858,9 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::{
-        Function, banned_crates, check_shard_core, check_text, code_only, feature_rows, functions,
-        has_module_doc, is_test_file, manifest_features, out_of_line_test_modules, ratchet,
-        unused_workspace_dependencies, workspace_members,
+        Function, banned_crates, check_module_cycles, check_shard_core, check_text, code_only,
+        feature_rows, functions, has_module_doc, is_test_file, manifest_features,
+        out_of_line_test_modules, ratchet, unused_workspace_dependencies, workspace_members,
     };
 
     fn function_of(body_lines: usize) -> String {
@@ -770,6 +870,32 @@ mod tests {
         }
         text.push_str("    0\n}\n");
         text
+    }
+
+    #[test]
+    fn module_cycles_of_the_shard_are_found() {
+        let file = |path: &str, text: &str| (format!("crates/shard/src/{path}"), text.to_owned());
+        let sources = [
+            file("a.rs", "//! A.\nuse crate::b::X;\n"),
+            file("b/mod.rs", "//! B.\nfn f() { crate::c::g(); }\n"),
+            file(
+                "c.rs",
+                "//! C uses crate::a in a comment only.\nuse crate::a::Y;\n",
+            ),
+            file(
+                "d.rs",
+                "//! D.\n#[cfg(test)]\nmod tests {\n    use crate::a::Z;\n}\n",
+            ),
+            file("server.rs", "//! S.\nuse crate::handler::H;\n"),
+            file(
+                "handler.rs",
+                "//! H.\nuse crate::server::S;\nuse crate::d::D;\n",
+            ),
+        ];
+        let findings = check_module_cycles(&sources, &BTreeSet::new());
+        let messages: Vec<String> = findings.iter().map(|f| f.message.clone()).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("a ↔ b ↔ c"), "{messages:?}");
     }
 
     #[test]

@@ -228,7 +228,7 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
             index: offset + 1,
             core: config.pin_cores.then_some(core),
             info: info.clone(),
-            metadata: shard::metadata::Metadata::clone(&server.metadata.borrow()),
+            metadata: shard::metadata::Metadata::clone(&server.metadata()),
             root: path.clone(),
             node: Arc::clone(&node),
             inbox,

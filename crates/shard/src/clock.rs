@@ -3,9 +3,12 @@
 //! same code on simulated time (and replay a run) while the server runs on the system clock.
 
 use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::node::LocalFuture;
+/// A boxed future that stays on its thread.
+pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// Where a shard's time comes from.
 pub trait Clock: Debug + Send + Sync {

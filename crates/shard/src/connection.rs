@@ -29,7 +29,7 @@ pub struct Connection {
     pub dialect: Dialect,
     /// The authenticated session, if any.
     pub session: Option<BoundSession>,
-    /// The same `Arc` as its [`crate::server::ClientRecord`]'s.
+    /// The same `Arc` as its [`ClientRecord`]'s.
     pub liveness: Arc<Liveness>,
     /// Reply memory its polls and fetches may hold at once.
     pub replies: Arc<ReplyBudget>,
@@ -66,4 +66,16 @@ impl Connection {
     pub fn user_id(&self) -> Option<u32> {
         self.session.map(|session| session.user_id)
     }
+}
+
+/// What `GET_CLIENT(S)` reports about one open connection, and its liveness.
+#[derive(Debug, Clone)]
+pub struct ClientRecord {
+    pub address: SocketAddr,
+    pub transport: TransportKind,
+    pub user_id: Option<u32>,
+    /// The VSR client id of the bound session: group membership is keyed by it.
+    pub client_id: Option<u128>,
+    /// The same `Arc` as the connection's: its shard stamps it, the leader's tick reads it.
+    pub liveness: Arc<Liveness>,
 }

@@ -11,7 +11,7 @@ use segment::log::ReadStart;
 
 use futures_util::FutureExt;
 
-use super::{Inbox, Node, Running, ShardGone};
+use super::{Inbox, Node, ShardGone};
 use crate::clock::SystemClock;
 use crate::data::{GroupConfig, PartitionKey};
 use crate::hashing::HashPool;
@@ -181,27 +181,4 @@ fn a_full_lane_makes_the_sender_wait() {
         assert_eq!(waiting.await, Err(ShardGone(1)));
         assert_eq!(node.send(5, closed(0)).await, Err(ShardGone(5)));
     });
-}
-
-/// The concurrent lane's bound: with `max` messages running, the lane is not read until one
-/// of them ends.
-#[test]
-fn running_messages_are_bounded() {
-    let running = Rc::new(Running::default());
-    let first = Running::take(&running);
-    let _second = Running::take(&running);
-    assert_eq!(running.wait_below(3).now_or_never(), Some(()));
-    let mut waiting = Box::pin(running.wait_below(2));
-    assert_eq!(
-        (&mut waiting).now_or_never(),
-        None,
-        "two run: the lane waits"
-    );
-    drop(first);
-    assert_eq!(
-        waiting.now_or_never(),
-        Some(()),
-        "one ended: the lane reads again"
-    );
-    assert_eq!(running.count.get(), 1);
 }

@@ -25,6 +25,7 @@ use proto::{DecodeError, ErrorCode, Subject};
 use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
 
+pub use crate::connection::ClientRecord;
 use crate::connection::{BoundSession, Connection, TransportKind};
 pub use crate::data::ShardStorage;
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
@@ -69,39 +70,27 @@ pub struct ServerInfo {
     pub validate_checksum: bool,
 }
 
-/// What `GET_CLIENT(S)` reports about one open connection, and its liveness.
-#[derive(Debug, Clone)]
-pub struct ClientRecord {
-    pub address: SocketAddr,
-    pub transport: TransportKind,
-    pub user_id: Option<u32>,
-    /// The VSR client id of the bound session: group membership is keyed by it.
-    pub client_id: Option<u128>,
-    /// The same `Arc` as the connection's: its shard stamps it, the leader's tick reads it.
-    pub liveness: Arc<Liveness>,
-}
-
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
 #[derive(Debug)]
 pub struct Server {
     /// The leader's metadata, or this shard's replica of it. Shared, so a reader that must
     /// hold it across an await takes the `Rc` instead of a copy; a commit changes it in place
     /// unless such a reader still holds the previous state.
-    pub metadata: RefCell<Rc<Metadata>>,
+    pub(crate) metadata: RefCell<Rc<Metadata>>,
     /// The leader's commit queue and journal.
     sequencer: Sequencer,
     /// This server, for the tasks it starts (constructors hand out an `Rc`).
     me: Weak<Server>,
-    pub data: DataPlane,
+    pub(crate) data: DataPlane,
     /// The session table; only the leader's changes (see [`Sessions`]).
-    pub sessions: RefCell<Sessions>,
-    pub info: ServerInfo,
+    pub(crate) sessions: RefCell<Sessions>,
+    pub(crate) info: ServerInfo,
     /// What the shards share: routes, live sessions, clients, parked requests, inboxes.
-    pub node: Arc<Node>,
+    pub(crate) node: Arc<Node>,
     /// CPU usage between two `GET_STATS` on this shard.
-    pub cpu: crate::cpu::CpuSampler,
+    pub(crate) cpu: crate::cpu::CpuSampler,
     /// Failed logins by address and user name; only the leader's is used (logins go there).
-    pub logins: RefCell<LoginLimiter>,
+    pub(crate) logins: RefCell<LoginLimiter>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -185,6 +174,22 @@ impl Server {
         })
     }
 
+    /// The metadata as this shard holds it now (shared, not copied).
+    pub fn metadata(&self) -> Rc<Metadata> {
+        Rc::clone(&self.metadata.borrow())
+    }
+
+    /// What the server says about itself.
+    pub fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// For every consumer group and partition, the members that may be served it now (see
+    /// [`DataPlane::group_servers`]).
+    pub fn group_servers(&self) -> Vec<(crate::data::GroupKey, u32, Vec<u128>)> {
+        self.data.group_servers()
+    }
+
     /// The time now, by the node's clock (µs since the epoch).
     pub fn now_us(&self) -> u64 {
         self.node.clock.now_us()
@@ -246,9 +251,9 @@ impl Server {
         }
     }
 
-    /// Commits one metadata operation on the sequencer (from any shard; see
-    /// [`sequencer`]). Returns the new commit number once every shard has applied it, so a
-    /// client that is answered reads its write on whichever shard serves its next request.
+    /// Commits one metadata operation on the sequencer (from any shard; see the `sequencer`
+    /// module). Returns the new commit number once every shard has applied it, so a client
+    /// that is answered reads its write on whichever shard serves its next request.
     pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
         if !self.place().is_leader() {
             let sequencer = self.node.sequencer();

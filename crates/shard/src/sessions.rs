@@ -10,7 +10,17 @@ use std::sync::Arc;
 
 use proto::commands::session::BindSecret;
 
-use crate::node::{SessionEntry, SessionView};
+/// Live sessions by VSR client id: the sequencer writes, every shard reads (`is_live`, bind).
+pub type SessionView = papaya::HashMap<u128, SessionEntry>;
+
+/// One live session as every shard sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionEntry {
+    pub session: u64,
+    pub user_id: u32,
+    /// The digest of the personal access token the session logged in with, if any.
+    pub token: Option<TokenDigest>,
+}
 
 /// The user of each live session, by session number: shared by all shards.
 pub type SessionOwners = papaya::HashMap<u64, u32>;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use shard::clock::Clock;
-use shard::node::LocalFuture;
+use shard::clock::LocalFuture;
 
 /// The simulated clock every shard of one run shares; clones share the time.
 #[derive(Debug, Clone, Default)]

@@ -86,7 +86,7 @@ impl Sim {
         )
         .await?;
         create_topics(shards, &mut connection, &mut numbering).await?;
-        let metadata = shards.servers[0].metadata.borrow().clone();
+        let metadata = shards.servers[0].metadata();
         let stream = metadata
             .streams
             .get(&STREAM_ID)
@@ -140,7 +140,7 @@ impl Sim {
 
     /// Takes each fixed topic's group id from the leader's metadata.
     fn note_group_ids(&mut self, shards: &Shards) {
-        let metadata = shards.servers[0].metadata.borrow();
+        let metadata = shards.servers[0].metadata();
         for topic in &mut self.topics {
             let groups = &metadata.streams[&STREAM_ID].topics[&topic.id].groups;
             topic.group_id = groups.keys().next().copied().unwrap_or(1);
@@ -213,7 +213,7 @@ impl Sim {
     pub fn admin(&mut self, shards: &Shards, index: usize) -> (Intent, Frame) {
         self.admin_changes += 1;
         let scratch: Vec<u32> = {
-            let metadata = shards.servers[0].metadata.borrow();
+            let metadata = shards.servers[0].metadata();
             metadata
                 .streams
                 .get(&STREAM_ID)

@@ -77,7 +77,7 @@ pub async fn boot(sim: &mut Sim) -> Result<Shards, Violation> {
             servers.push(Rc::clone(&sequencer));
             continue;
         }
-        let metadata = shard::metadata::Metadata::clone(&sequencer.metadata.borrow());
+        let metadata = shard::metadata::Metadata::clone(&sequencer.metadata());
         let server = Server::for_shard_on(
             storage(),
             sim.info(),
@@ -606,9 +606,9 @@ impl Sim {
     /// Invariants over the shards' state: metadata agrees at equal commits; every group
     /// partition may be served to at most one member.
     fn check_shards(shards: &Shards) -> Result<(), Violation> {
-        let leader = shards.sequencer().metadata.borrow();
+        let leader = shards.sequencer().metadata();
         for (index, server) in shards.servers.iter().enumerate().skip(1) {
-            let replica = server.metadata.borrow();
+            let replica = server.metadata();
             if replica.commit == leader.commit && *replica != *leader {
                 return Err(Violation(format!(
                     "shard {index}'s metadata differs at commit {}",
@@ -616,7 +616,7 @@ impl Sim {
                 )));
             }
         }
-        for (key, partition, members) in shards.sequencer().data.group_servers() {
+        for (key, partition, members) in shards.sequencer().group_servers() {
             if members.len() > 1 {
                 return Err(Violation(format!(
                     "group {key:?}: partition {partition} may be served to {} members",

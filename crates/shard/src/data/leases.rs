@@ -2,7 +2,7 @@
 //! shard sees it, so a group poll is checked on the shard that serves it instead of by a
 //! round trip through the sequencer.
 //!
-//! The sequencer decides (membership, assignment, hand-offs: [`super::groups`]) and publishes
+//! The sequencer decides (membership, assignment, hand-offs: [`super::GroupRuntime`]) and publishes
 //! each group's decisions as an immutable [`GroupView`] in a map all shards share. A poll
 //! takes a [`Lease`] on the partition's current [`Flight`] when its check passes and checks
 //! the view again before it serves; the sequencer reads the flights to decide whether a

@@ -74,7 +74,7 @@ pub struct PartitionKey {
 pub struct ShardPlace {
     pub index: usize,
     pub count: usize,
-    /// The shard that sequences metadata ([`crate::node::Node::sequencer`]).
+    /// The shard that sequences metadata (the `Node`'s sequencer).
     pub sequencer: usize,
 }
 

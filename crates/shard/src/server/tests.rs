@@ -13,6 +13,9 @@ use proto::header::{EvictionReason, Operation, RequestHeader};
 use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
+use futures_util::FutureExt;
+
+use super::inbound::Running;
 use super::{Server, ServerInfo};
 use crate::clock::system_now_us as now_us;
 use crate::connection::{Connection, TransportKind};
@@ -624,4 +627,27 @@ fn a_dropped_request_does_not_cut_its_commit_short() {
         assert_eq!(metadata.streams[&1].name, "first");
         assert_eq!(metadata.streams[&2].name, "second");
     });
+}
+
+/// The concurrent lane's bound: with `max` messages running, the lane is not read until one
+/// of them ends.
+#[test]
+fn running_messages_are_bounded() {
+    let running = std::rc::Rc::new(Running::default());
+    let first = Running::take(&running);
+    let _second = Running::take(&running);
+    assert_eq!(running.wait_below(3).now_or_never(), Some(()));
+    let mut waiting = Box::pin(running.wait_below(2));
+    assert_eq!(
+        (&mut waiting).now_or_never(),
+        None,
+        "two run: the lane waits"
+    );
+    drop(first);
+    assert_eq!(
+        waiting.now_or_never(),
+        Some(()),
+        "one ended: the lane reads again"
+    );
+    assert_eq!(running.count.get(), 1);
 }
