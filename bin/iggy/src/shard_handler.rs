@@ -45,11 +45,13 @@ impl ConnectionHandler for ShardHandler {
             shared.session = local.session;
         }
         match outcome {
+            // The edge's one binary encoding of the reply's typed body, in the dialect the
+            // connection speaks after the request (a login sets it).
             Outcome::Reply(reply) => Answer::Reply {
                 operation: reply.operation,
                 status: reply.status,
                 commit: reply.commit,
-                body: reply.body,
+                body: reply.encode_body(local.dialect),
                 tail: reply.tail,
             },
             Outcome::Evict(reason) => Answer::Evict(reason),

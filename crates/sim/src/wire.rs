@@ -129,7 +129,7 @@ pub fn answer(outcome: Outcome) -> Answer {
     if reply.status != 0 {
         return Answer::Refused(reply.status);
     }
-    let mut body = reply.body;
+    let mut body = reply.encode_body(DIALECT);
     body.extend_from_slice(&reply.tail);
     let framed = reply.operation.is_result_framed()
         && !(reply.operation == Operation::Register && body.is_empty());

@@ -5,22 +5,21 @@
 //! Refusals go through [`Outcome::rejected`]: in the result section for result-framed
 //! operations, in the header `status` for reads, mapped to a code the client's dialect knows.
 
+use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::header::{Operation, RequestHeader};
-use proto::{Codec, Dialect, ErrorCode};
 
 use crate::connection::Connection;
 use crate::data::{DataPlane, PartitionKey};
 use crate::metadata::responses::{PartitionFigures, PartitionStats};
 use crate::metadata::{Metadata, MetadataOp, User};
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, ReplyValue};
 use crate::server::Server;
 
 /// What a metadata handler needs of the request besides its body.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Call {
     pub(super) operation: Operation,
-    pub(super) dialect: Dialect,
     /// The connection's user id, if it is logged in.
     pub(super) user_id: Option<u32>,
 }
@@ -29,24 +28,18 @@ impl Call {
     pub(super) fn of(header: &RequestHeader, connection: &Connection) -> Self {
         Self {
             operation: super::operation_of(header),
-            dialect: connection.dialect,
             user_id: connection.user_id(),
         }
     }
 
     /// The refusal of this call with `code`, at the current commit.
     pub(super) fn reject(&self, server: &Server, code: ErrorCode) -> Outcome {
-        Outcome::rejected(self.operation, code, self.dialect, server.commit_number())
+        Outcome::rejected(self.operation, code, server.commit_number())
     }
 
     /// A successful answer carrying `payload` (behind a result section where framed).
-    pub(super) fn answer<T: for<'a> Codec<'a>>(&self, server: &Server, payload: &T) -> Outcome {
-        Outcome::payload(
-            self.operation,
-            payload,
-            self.dialect,
-            server.commit_number(),
-        )
+    pub(super) fn answer(&self, server: &Server, payload: impl ReplyValue + 'static) -> Outcome {
+        Outcome::value(self.operation, payload, server.commit_number())
     }
 
     /// The calling user as the metadata knows it now. A session whose user was deleted
@@ -80,7 +73,7 @@ impl Call {
 
     /// Commits the validated `op` and answers with what `payload` builds from the metadata
     /// after it; a refusal of validation or commit is answered as such.
-    pub(super) async fn commit<T: for<'a> Codec<'a>>(
+    pub(super) async fn commit<T: ReplyValue + 'static>(
         &self,
         server: &Server,
         op: Result<MetadataOp, ErrorCode>,
@@ -98,7 +91,7 @@ impl Call {
             payload(&metadata, &DataFigures(&server.data))
         };
         match built {
-            Some(reply) => self.answer(server, &reply),
+            Some(reply) => self.answer(server, reply),
             // The op applied, so what it created exists; a miss is a bug, not the client's.
             None => self.reject(server, ErrorCode::Error),
         }

@@ -3,7 +3,8 @@
 //! the data plane's [`crate::data::GroupRuntime`]s, keyed by the header's VSR client id.
 
 use proto::ErrorCode;
-use proto::codec::{Writer, encode_to_vec};
+use proto::codec::WireName;
+use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::groups::{
     ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupMember, ConsumerGroupResponse,
@@ -11,47 +12,38 @@ use proto::commands::groups::{
 };
 use proto::header::{Operation, RequestHeader};
 use proto::primitives::Identifier;
-use proto::result::ResultSection;
-use proto::{Dialect, codec::WireName};
 
 use crate::connection::Connection;
 use crate::data::{DataPlane, GroupKey, GroupRuntime, resolve_group, resolve_topic};
 use crate::metadata::{Metadata, MetadataOp};
-use crate::outcome::Outcome;
+use crate::outcome::{Body, Outcome};
 use crate::server::Server;
 
 pub(crate) async fn handle(
     server: &Server,
-    connection: &mut Connection,
+    _connection: &mut Connection,
     header: &RequestHeader,
     request: Request<'_>,
 ) -> Outcome {
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
-    let (client_id, dialect, now) = (header.client.get(), connection.dialect, server.now_us());
+    let (client_id, now) = (header.client.get(), server.now_us());
     let result = match request {
         Request::GetConsumerGroup(get) => {
             let metadata = server.metadata.borrow();
             group_key(&metadata, &get.stream_id, &get.topic_id, &get.group_id).map(|key| {
                 key.ok()
                     .and_then(|key| details(&metadata, &server.data, key))
-                    .map_or_else(Vec::new, |details| encode_to_vec(&details, dialect))
+                    .map_or(Body::Empty, |details| Body::Value(Box::new(details)))
             })
         }
         Request::GetConsumerGroups(list) => {
             let metadata = server.metadata.borrow();
             list_groups(&metadata, &server.data, &list.stream_id, &list.topic_id)
-                .map(|groups| encode_to_vec(&groups, dialect))
+                .map(|groups| Body::Value(Box::new(groups)))
         }
         Request::CreateConsumerGroup(create) => {
-            create_group(
-                server,
-                &create.stream_id,
-                &create.topic_id,
-                &create.name,
-                dialect,
-            )
-            .await
+            create_group(server, &create.stream_id, &create.topic_id, &create.name).await
         }
         Request::DeleteConsumerGroup(delete) => {
             let key = {
@@ -70,18 +62,21 @@ pub(crate) async fn handle(
                         topic_id: key.topic_id,
                         id: key.group_id,
                     };
-                    server.commit(op).await.map(|_| result_ok(dialect, &[]))
+                    server
+                        .commit(op)
+                        .await
+                        .map(|_| Body::Value(Box::new(Empty)))
                 }
                 Err(code) => Err(code),
             }
         }
         request @ (Request::JoinConsumerGroup(_)
         | Request::LeaveConsumerGroup(_)
-        | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, dialect, now),
+        | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, now),
         _ => Err(ErrorCode::InvalidCommand),
     };
     match result {
-        Ok(body) => Outcome::ok(operation, body, commit),
+        Ok(body) => Outcome::with_body(operation, body, commit),
         Err(code) => Outcome::refused(operation, code, commit),
     }
 }
@@ -91,9 +86,8 @@ fn membership(
     server: &Server,
     request: Request<'_>,
     client_id: u128,
-    dialect: Dialect,
     now: u64,
-) -> Result<Vec<u8>, ErrorCode> {
+) -> Result<Body, ErrorCode> {
     match request {
         Request::JoinConsumerGroup(join) => {
             let key = {
@@ -105,7 +99,7 @@ fn membership(
                     .data
                     .change_group(key, |group| group.join(client_id, now))
                     .ok_or(ErrorCode::ConsumerGroupIdNotFound)
-                    .map(|_| result_ok(dialect, &[]))
+                    .map(|_| Body::Value(Box::new(Empty)))
             })
         }
         Request::LeaveConsumerGroup(leave) => {
@@ -123,7 +117,7 @@ fn membership(
                     .data
                     .change_group(key, |group| group.leave(client_id, now))
                     .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
-                    .map(|()| result_ok(dialect, &[]))
+                    .map(|()| Body::Value(Box::new(Empty)))
             })
         }
         Request::SyncConsumerGroup(sync) => {
@@ -142,7 +136,7 @@ fn membership(
                         })
                     })?
                 });
-                assignment.map_or_else(Vec::new, |reply| encode_to_vec(&reply, dialect))
+                assignment.map_or(Body::Empty, |reply| Body::Value(Box::new(reply)))
             })
         }
         _ => Err(ErrorCode::InvalidCommand),
@@ -221,8 +215,7 @@ async fn create_group(
     stream: &Identifier,
     topic: &Identifier,
     name: &WireName,
-    dialect: Dialect,
-) -> Result<Vec<u8>, ErrorCode> {
+) -> Result<Body, ErrorCode> {
     let op = {
         let metadata = server.metadata.borrow();
         let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
@@ -258,14 +251,5 @@ async fn create_group(
         group_id: id,
     };
     let details = details(&metadata, &server.data, key).ok_or(ErrorCode::Error)?;
-    Ok(result_ok(dialect, &encode_to_vec(&details, dialect)))
-}
-
-/// A success result section followed by `payload`.
-fn result_ok(dialect: Dialect, payload: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    let mut writer = Writer::new(&mut body, dialect);
-    ResultSection::Ok.encode(&mut writer);
-    body.extend_from_slice(payload);
-    body
+    Ok(Body::Value(Box::new(details)))
 }

@@ -6,7 +6,6 @@
 //! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
 use proto::ErrorCode;
-use proto::codec::encode_to_vec;
 use proto::commands::Request;
 use proto::header::{Operation, PartitionContext, RequestHeader};
 use proto::primitives::Identifier;
@@ -67,15 +66,7 @@ pub(crate) async fn handle(
             if let Err(code) = check_producer(server, connection, &send) {
                 return Outcome::refused(operation, code, commit);
             }
-            send_messages(
-                server,
-                operation,
-                commit,
-                &send,
-                context.incarnation,
-                dialect,
-            )
-            .await
+            send_messages(server, operation, commit, &send, context.incarnation).await
         }
         Request::PollMessages(selector) => {
             let request = PollRequest {
@@ -200,7 +191,7 @@ async fn fetch_messages(
     };
     let parked = server.park(client_id, number);
     match server.data.fetch(&plan, &parked.cancel).await {
-        Ok(fetched) => Outcome::ok(operation, fetched.encode(), commit),
+        Ok(fetched) => Outcome::encoded(operation, fetched.encode(), Vec::new(), commit),
         Err(error) => Outcome::refused(operation, error.code(), commit),
     }
 }
@@ -212,7 +203,6 @@ async fn send_messages(
     commit: u64,
     send: &proto::commands::messages::SendMessages<'_>,
     incarnation: u64,
-    dialect: proto::Dialect,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
@@ -227,7 +217,7 @@ async fn send_messages(
         .send(&plan, send.batch.as_bytes().to_vec(), server.now_us())
         .await
     {
-        Ok(confirmations) => Outcome::ok(operation, encode_to_vec(&confirmations, dialect), commit),
+        Ok(confirmations) => Outcome::value(operation, confirmations, commit),
         Err(error) => Outcome::refused(operation, error.code(), commit),
     }
 }
@@ -250,7 +240,7 @@ async fn poll(
         Err(PollRefusal::Status(code)) => return Outcome::refused(operation, code, commit),
         Err(PollRefusal::Empty { partition_id }) => {
             let body = Polled::empty(partition_id).encode(request.dialect);
-            return Outcome::ok(operation, body, commit);
+            return Outcome::encoded(operation, body, Vec::new(), commit);
         }
     };
     let polled = match wait {
@@ -266,7 +256,7 @@ async fn poll(
     match polled {
         Ok(polled) => {
             let (head, records) = polled.into_head_and_records(request.dialect);
-            Outcome::ok_with_tail(operation, head, records, commit)
+            Outcome::encoded(operation, head, records, commit)
         }
         Err(error) => Outcome::refused(operation, error.code(), commit),
     }

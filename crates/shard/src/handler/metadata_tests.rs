@@ -91,16 +91,17 @@ async fn call<T: for<'a> Codec<'a>>(
         panic!("{code:?}: no reply: {outcome:?}");
     };
     assert_eq!(reply.operation, operation, "{code:?} echoes its operation");
+    let body = reply.encode_body(connection.dialect);
     if reply.status != 0 {
-        assert!(reply.body.is_empty());
+        assert!(body.is_empty());
         return Err(reply.status);
     }
-    let decoded = Reply::decode_body(code, operation, &reply.body, connection.dialect);
+    let decoded = Reply::decode_body(code, operation, &body, connection.dialect);
     match decoded.unwrap() {
         ReplyOutcome::Refused(code) => Err(code),
         ReplyOutcome::Ok(_) => {
             let framed = if operation.is_result_framed() { 4 } else { 0 };
-            let payload = reply.body.get(framed..).unwrap_or_default().to_vec();
+            let payload = body.get(framed..).unwrap_or_default().to_vec();
             Ok((!payload.is_empty()).then_some(payload))
         }
     }

@@ -139,7 +139,7 @@ pub(crate) async fn dispatch(
             Family::Messages | Family::Offsets | Family::Groups => {
                 Outcome::refused(operation, code, commit)
             }
-            _ => Outcome::rejected(operation, code, connection.dialect, commit),
+            _ => Outcome::rejected(operation, code, commit),
         };
     }
     // One arm per family, so wiring a family in is a one-line change.

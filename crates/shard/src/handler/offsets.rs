@@ -3,10 +3,8 @@
 //! travel in the header status (empty body), which the SDK accepts for 121/122 (§4.5).
 
 use proto::ErrorCode;
-use proto::codec::{Writer, encode_to_vec};
-use proto::commands::Request;
+use proto::commands::{Empty, Request};
 use proto::header::{Operation, RequestHeader};
-use proto::result::ResultSection;
 
 use super::messages::check_topic_access;
 use crate::connection::Connection;
@@ -22,7 +20,6 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
-    let dialect = connection.dialect;
     let selector = match &request {
         Request::GetConsumerOffset(get) => Some(&get.selector),
         Request::StoreConsumerOffset(store) => Some(&store.selector),
@@ -41,8 +38,8 @@ pub(crate) async fn handle(
                 .data
                 .get_offset(&server.metadata.borrow(), &get.selector);
             match found {
-                Ok(Some(offset)) => Outcome::ok(operation, encode_to_vec(&offset, dialect), commit),
-                Ok(None) => Outcome::ok(operation, Vec::new(), commit),
+                Ok(Some(offset)) => Outcome::value(operation, offset, commit),
+                Ok(None) => Outcome::empty(operation, commit),
                 Err(code) => Outcome::refused(operation, code, commit),
             }
         }
@@ -58,7 +55,7 @@ pub(crate) async fn handle(
                 Err(code) => return Outcome::refused(operation, code, commit),
             };
             match server.data.store_offset(&plan, store.offset).await {
-                Ok(()) => Outcome::ok(operation, result_ok(dialect), commit),
+                Ok(()) => Outcome::value(operation, Empty, commit),
                 Err(error) => Outcome::refused(operation, error.code(), commit),
             }
         }
@@ -72,19 +69,11 @@ pub(crate) async fn handle(
                 Err(code) => return Outcome::refused(operation, code, commit),
             };
             match server.data.delete_offset(&plan).await {
-                Ok(true) => Outcome::ok(operation, result_ok(dialect), commit),
+                Ok(true) => Outcome::value(operation, Empty, commit),
                 Ok(false) => Outcome::refused(operation, ErrorCode::ConsumerOffsetNotFound, commit),
                 Err(error) => Outcome::refused(operation, error.code(), commit),
             }
         }
         _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
     }
-}
-
-/// A result section saying success, with no payload.
-fn result_ok(dialect: proto::Dialect) -> Vec<u8> {
-    let mut body = Vec::new();
-    let mut writer = Writer::new(&mut body, dialect);
-    ResultSection::Ok.encode(&mut writer);
-    body
 }

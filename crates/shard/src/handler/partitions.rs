@@ -73,7 +73,7 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
         .delete_segments(key, delete.segments_count)
         .await
     {
-        Ok(Some(_)) => call.answer(server, &Empty),
+        Ok(Some(_)) => call.answer(server, Empty),
         Ok(None) => call.reject(server, ErrorCode::PartitionNotFound),
         Err(error) => {
             log::error!("deleting segments of {key:?} failed: {error}");

@@ -34,7 +34,7 @@ pub(crate) fn handle(
                     .data
                     .leave_all_groups(bound.client_id, server.now_us());
             }
-            Outcome::ok(Operation::Logout, Vec::new(), commit)
+            Outcome::empty(Operation::Logout, commit)
         }
         Request::LoginUser(_) | Request::LoginWithPersonalAccessToken(_) => {
             Outcome::Evict(EvictionReason::MalformedLogin)
@@ -79,11 +79,14 @@ pub(crate) async fn login(
         Credentials::Token(token, _) => Some(token_digest(token.expose())),
         Credentials::Password(..) => None,
     };
+    // The client speaks the dialect its version names: the answer, a refusal included, is
+    // encoded in it at the edge.
+    connection.dialect = dialect;
     let (user_id, bind_secret) = match authenticate(server, connection, credentials).await {
         Ok(identity) => identity,
         Err(Refusal::Evict(reason)) => return evict(connection, reason, "credentials"),
         Err(Refusal::Code(code)) => {
-            return Outcome::rejected(Operation::Register, code, dialect, server.commit_number());
+            return Outcome::rejected(Operation::Register, code, server.commit_number());
         }
     };
     let client_id = header.client.get();
@@ -98,14 +101,13 @@ pub(crate) async fn login(
             return Outcome::Evict(EvictionReason::SessionError);
         }
     };
-    connection.dialect = dialect;
     connection.session = Some(BoundSession {
         client_id,
         session: record.session,
         user_id,
     });
     let reply = login_reply(user_id, record.session, dialect);
-    Outcome::payload(Operation::Register, &reply, dialect, server.commit_number())
+    Outcome::value(Operation::Register, reply, server.commit_number())
 }
 
 enum Credentials {
@@ -249,7 +251,7 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
         user_id: record.user_id,
     });
     let reply = login_reply(record.user_id, record.session, dialect);
-    Outcome::payload(Operation::NonReplicated, &reply, dialect, commit)
+    Outcome::value(Operation::NonReplicated, reply, commit)
 }
 
 fn login_reply(user_id: u32, session: u64, dialect: Dialect) -> LoginReply {

@@ -35,7 +35,7 @@ pub(crate) async fn handle(
                 Ok(Some(responses::stream_details(stream, &figures)))
             });
             match found {
-                Ok(details) => call.answer(server, &details),
+                Ok(details) => call.answer(server, details),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -46,7 +46,7 @@ pub(crate) async fn handle(
                 Ok(responses::streams(&metadata, &figures, |_| true))
             });
             match listed {
-                Ok(streams) => call.answer(server, &streams),
+                Ok(streams) => call.answer(server, streams),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -96,7 +96,7 @@ async fn purge_stream(server: &Server, call: Call, purge: &PurgeStream) -> Outco
         }
     };
     match server.data.purge(stream_id, None).await {
-        Ok(()) => call.answer(server, &Empty),
+        Ok(()) => call.answer(server, Empty),
         Err(error) => {
             log::error!("purge of stream {stream_id} failed: {error}");
             call.reject(server, error.code())

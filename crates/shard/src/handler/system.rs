@@ -32,49 +32,46 @@ pub(crate) fn handle(
     request: Request<'_>,
 ) -> Outcome {
     let commit = server.commit_number();
-    let dialect = connection.dialect;
     match request {
-        Request::Ping(_) => Outcome::payload(NR, &Empty, dialect, commit),
+        Request::Ping(_) => Outcome::value(NR, Empty, commit),
         Request::CancelDeferredRequest(_) => {
             // The parked request answers for itself; the cancel gets no reply (§2.11).
             server.cancel_parked(header.client.get(), header.request.get());
             Outcome::Silent
         }
-        Request::GetClusterMetadata(_) => {
-            Outcome::payload(NR, &cluster_metadata(server), dialect, commit)
-        }
+        Request::GetClusterMetadata(_) => Outcome::value(NR, cluster_metadata(server), commit),
         Request::GetPartitionRoute(route) => {
             let user_id = connection.user_id();
             match partition_route(&server.metadata.borrow(), user_id, &route) {
-                Ok(route) => Outcome::payload(NR, &route, dialect, commit),
-                Err(code) => Outcome::rejected(NR, code, dialect, commit),
+                Ok(route) => Outcome::value(NR, route, commit),
+                Err(code) => Outcome::rejected(NR, code, commit),
             }
         }
         Request::GetMe(_) => {
             let record = client_record(connection);
             let details = client_details(server, connection.client_number, &record);
-            Outcome::payload(NR, &details, dialect, commit)
+            Outcome::value(NR, details, commit)
         }
         Request::GetClient(get) if may_read_servers(server, connection) => {
             let record = server.node.clients.pin().get(&get.client_id).cloned();
             let details = record.map(|record| client_details(server, get.client_id, &record));
-            Outcome::payload(NR, &details, dialect, commit)
+            Outcome::value(NR, details, commit)
         }
         Request::GetClients(_) if may_read_servers(server, connection) => {
-            Outcome::payload(NR, &clients(server), dialect, commit)
+            Outcome::value(NR, clients(server), commit)
         }
         Request::GetStats(_) if may_read_servers(server, connection) => {
-            Outcome::payload(NR, &stats(server), dialect, commit)
+            Outcome::value(NR, stats(server), commit)
         }
         Request::GetClient(_) | Request::GetClients(_) | Request::GetStats(_) => {
-            Outcome::rejected(NR, ErrorCode::Unauthorized, dialect, commit)
+            Outcome::rejected(NR, ErrorCode::Unauthorized, commit)
         }
         Request::DescribeOptions(describe) => {
             let catalog = options::option_descriptors(describe.scope, &TopicSettings::default());
-            Outcome::payload(NR, &catalog, dialect, commit)
+            Outcome::value(NR, catalog, commit)
         }
         Request::GetSnapshotFile(_) | Request::GetMetadataChanges(_) => {
-            Outcome::rejected(NR, ErrorCode::FeatureUnavailable, dialect, commit)
+            Outcome::rejected(NR, ErrorCode::FeatureUnavailable, commit)
         }
         _ => Outcome::refused(operation_of(header), ErrorCode::InvalidCommand, commit),
     }

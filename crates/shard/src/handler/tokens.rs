@@ -27,7 +27,7 @@ pub(crate) async fn handle(
         Request::GetPersonalAccessTokens(_) => {
             let listed = call.actor(&server.metadata.borrow()).map(responses::tokens);
             match listed {
-                Ok(tokens) => call.answer(server, &tokens),
+                Ok(tokens) => call.answer(server, tokens),
                 Err(code) => call.reject(server, code),
             }
         }

@@ -85,7 +85,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                 )))
             });
             match found {
-                Ok(details) => call.answer(server, &details),
+                Ok(details) => call.answer(server, details),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -100,7 +100,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                 Ok(responses::topics(stream, &DataFigures(&server.data)))
             });
             match listed {
-                Ok(topics) => call.answer(server, &topics),
+                Ok(topics) => call.answer(server, topics),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -123,7 +123,7 @@ async fn purge_topic(server: &Server, call: Call, purge: &PurgeTopic) -> Outcome
         }
     };
     match server.data.purge(stream_id, Some(topic_id)).await {
-        Ok(()) => call.answer(server, &Empty),
+        Ok(()) => call.answer(server, Empty),
         Err(error) => {
             log::error!("purge of topic {stream_id}/{topic_id} failed: {error}");
             call.reject(server, error.code())

@@ -90,7 +90,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                     .map(responses::user_details))
             });
             match found {
-                Ok(details) => call.answer(server, &details),
+                Ok(details) => call.answer(server, details),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -101,7 +101,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                 Ok(responses::users(&metadata))
             });
             match listed {
-                Ok(users) => call.answer(server, &users),
+                Ok(users) => call.answer(server, users),
                 Err(code) => call.reject(server, code),
             }
         }
@@ -153,7 +153,7 @@ async fn change_password(
         return call.reject(server, code);
     }
     server.end_sessions_of(user_id, changer);
-    call.answer(server, &Empty)
+    call.answer(server, Empty)
 }
 
 /// A stand-in for the hash in a first validation, which only decides whether hashing is

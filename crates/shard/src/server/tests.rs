@@ -116,10 +116,11 @@ fn login_as(server: &Server, connection: &mut Connection, client: u128) -> Login
     let Outcome::Reply(reply) = outcome else {
         panic!("login evicted: {outcome:?}");
     };
+    let body = reply.encode_body(Dialect::V0_12_2);
     let decoded = Reply::decode_body(
         CommandCode::LoginRegister,
         Operation::Register,
-        &reply.body,
+        &body,
         Dialect::V0_12_2,
     );
     match decoded.unwrap() {
@@ -194,7 +195,7 @@ fn login_binds_and_retry_keeps_the_session() {
         panic!()
     };
     let roster: ClusterMetadata =
-        proto::codec::decode_exact(&reply.body, Dialect::V0_12_2).unwrap();
+        proto::codec::decode_exact(&reply.encode_body(Dialect::V0_12_2), Dialect::V0_12_2).unwrap();
     assert_eq!(roster.nodes.len(), 1);
     assert_eq!(roster.nodes[0].tcp_port, 8090);
 }
@@ -369,8 +370,9 @@ fn partition_route_names_the_incarnation_and_commit() {
     let Outcome::Reply(reply) = route(0) else {
         panic!()
     };
-    let decoded: PartitionRoute = decode_exact(&reply.body, Dialect::V0_12_2).unwrap();
-    assert_eq!(reply.body.len(), 25);
+    let decoded: PartitionRoute =
+        decode_exact(&reply.encode_body(Dialect::V0_12_2), Dialect::V0_12_2).unwrap();
+    assert_eq!(reply.encode_body(Dialect::V0_12_2).len(), 25);
     assert_eq!(decoded.incarnation, 7);
     assert_eq!(decoded.metadata_op, server.commit_number());
     assert_eq!(decoded.partitions_count, 1);
@@ -396,7 +398,8 @@ fn get_me_and_get_clients_report_connections() {
     ) else {
         panic!()
     };
-    let me: ClientDetails = decode_exact(&me.body, Dialect::V0_12_2).unwrap();
+    let me: ClientDetails =
+        decode_exact(&me.encode_body(Dialect::V0_12_2), Dialect::V0_12_2).unwrap();
     assert_eq!((me.client_id, me.user_id), (connection.client_number, 0));
     assert_eq!(me.address, "127.0.0.1:5000");
     let code = CommandCode::GetClients;
@@ -409,7 +412,7 @@ fn get_me_and_get_clients_report_connections() {
     ) else {
         panic!()
     };
-    let all: Clients = decode_exact(&all.body, Dialect::V0_12_2).unwrap();
+    let all: Clients = decode_exact(&all.encode_body(Dialect::V0_12_2), Dialect::V0_12_2).unwrap();
     let users: Vec<u32> = all.0.iter().map(|client| client.user_id).collect();
     assert_eq!(users, [0, u32::MAX]);
 }
