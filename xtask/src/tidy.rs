@@ -512,18 +512,7 @@ fn check_module_cycles(
             .next()
             .unwrap_or_default()
             .to_owned();
-        let code = code_only(text);
-        let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
-            .into_iter()
-            .map(|(start, end)| (start, end.line()))
-            .collect();
-        for (index, line) in code.iter().enumerate() {
-            if test_items
-                .iter()
-                .any(|&(start, end)| (start..=end).contains(&index))
-            {
-                continue;
-            }
+        for (_, line) in code_outside_tests(text) {
             for used in line.split("crate::").skip(1) {
                 let name: String = used
                     .chars()
@@ -587,6 +576,24 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<Str
     cycles
 }
 
+/// The lines of `text`'s code (comments and literals blanked) with their 0-based index, but
+/// those inside items marked `#[cfg(test)]`.
+fn code_outside_tests(text: &str) -> Vec<(usize, String)> {
+    let code = code_only(text);
+    let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
+        .into_iter()
+        .map(|(start, end)| (start, end.line()))
+        .collect();
+    code.into_iter()
+        .enumerate()
+        .filter(|(index, _)| {
+            !test_items
+                .iter()
+                .any(|&(start, end)| (start..=end).contains(index))
+        })
+        .collect()
+}
+
 /// A file of the shard outside [`SHARD_EDGE`] that names the runtime or the channels in its
 /// code (comments and `#[cfg(test)]` items aside).
 fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
@@ -595,21 +602,13 @@ fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
     if !in_core {
         return Vec::new();
     }
-    let code = code_only(text);
-    let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
-        .into_iter()
-        .map(|(start, end)| (start, end.line()))
-        .collect();
     let mut findings = Vec::new();
-    for (index, line) in code.iter().enumerate() {
-        let in_test = test_items
-            .iter()
-            .any(|&(start, end)| (start..=end).contains(&index));
+    for (index, line) in code_outside_tests(text) {
         let named = SHARD_RUNTIME_CRATES.iter().find(|name| {
             line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .any(|word| word == **name)
         });
-        if let (false, Some(name)) = (in_test, named) {
+        if let Some(name) = named {
             findings.push(Finding {
                 path: path.to_owned(),
                 line: index + 1,
@@ -625,19 +624,9 @@ fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
 /// The functions with a body, outside items marked `#[cfg(test)]`.
 fn functions(text: &str) -> Vec<Function> {
     let code = code_only(text);
-    let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
-        .into_iter()
-        .map(|(start, end)| (start, end.line()))
-        .collect();
     let mut found = Vec::new();
-    for (index, line) in code.iter().enumerate() {
-        if test_items
-            .iter()
-            .any(|&(start, end)| (start..=end).contains(&index))
-        {
-            continue;
-        }
-        for (column, name) in fn_names(line) {
+    for (index, line) in code_outside_tests(text) {
+        for (column, name) in fn_names(&line) {
             if let ItemEnd::Body(end) = item_end(&code, index, column) {
                 found.push(Function {
                     name,

@@ -363,18 +363,9 @@ impl Client {
         context: PartitionContext,
     ) -> Result<Operation, ClientError> {
         self.request += 1;
+        let numbers = (self.session, self.request);
+        let header = RequestHeader::bound(self.client_id, code, body.len(), numbers, context);
         let operation = code.operation();
-        let mut header = RequestHeader::new(self.client_id, operation, body.len());
-        if operation == Operation::NonReplicated {
-            header.code = code.as_u32().into();
-        } else if !operation.is_partition_plane() {
-            // A metadata request is identified by a non-zero id of its own.
-            let id = self.client_id ^ u128::from(self.request).rotate_left(64);
-            header.request_checksum = U128::new(id | 1);
-        }
-        header.session = U64::new(self.session);
-        header.request = U64::new(self.request);
-        header.set_partition_context(context);
         let request = self.request;
         self.exchange(code, header.as_bytes(), body, request)?;
         Ok(operation)

@@ -12,7 +12,7 @@ use proto::header::{EvictionReason, HEADER_SIZE, Operation, PartitionContext, Re
 use proto::result::ResultSection;
 use shard::Outcome;
 use zerocopy::IntoBytes;
-use zerocopy::little_endian::{U64, U128};
+use zerocopy::little_endian::U128;
 
 pub const DIALECT: Dialect = Dialect::V0_12_2;
 
@@ -79,17 +79,8 @@ impl Numbering {
     /// A bound request of `code` carrying `body`.
     pub fn call(&mut self, code: CommandCode, body: Vec<u8>, context: PartitionContext) -> Frame {
         self.request += 1;
-        let operation = code.operation();
-        let mut header = RequestHeader::new(self.client_id, operation, body.len());
-        if operation == Operation::NonReplicated {
-            header.code = code.as_u32().into();
-        } else if !operation.is_partition_plane() {
-            let id = self.client_id ^ u128::from(self.request).rotate_left(64);
-            header.request_checksum = U128::new(id | 1);
-        }
-        header.session = U64::new(self.session);
-        header.request = U64::new(self.request);
-        header.set_partition_context(context);
+        let numbers = (self.session, self.request);
+        let header = RequestHeader::bound(self.client_id, code, body.len(), numbers, context);
         Frame {
             code,
             request: self.request,

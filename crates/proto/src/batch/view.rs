@@ -102,17 +102,9 @@ impl<'a> Batch<'a> {
         integrity: Integrity,
         base_offset: usize,
     ) -> Result<Self, DecodeError> {
-        let (header_bytes, _frames) = bytes.split_at_checked(BATCH_HEADER_SIZE).ok_or(
-            DecodeError::new(
-                "batch.header",
-                base_offset,
-                DecodeErrorKind::UnexpectedEnd {
-                    needed: BATCH_HEADER_SIZE,
-                    available: bytes.len(),
-                },
-            )
-            .about(Subject::BatchFrame),
-        )?;
+        let (header_bytes, _frames) = bytes
+            .split_at_checked(BATCH_HEADER_SIZE)
+            .ok_or(short_header(bytes, base_offset))?;
         let header = BatchHeader::ref_from_bytes(header_bytes)
             .map_err(|_size| invalid("batch.header", base_offset, 0))?;
         let declared = header.batch_length.get();
@@ -390,22 +382,25 @@ fn validate_frame(
     Ok((length, message))
 }
 
+/// `bytes` are too few for a batch header: where a torn segment tail shows.
+fn short_header(bytes: &[u8], base_offset: usize) -> DecodeError {
+    DecodeError::new(
+        "batch.header",
+        base_offset,
+        DecodeErrorKind::UnexpectedEnd {
+            needed: BATCH_HEADER_SIZE,
+            available: bytes.len(),
+        },
+    )
+    .about(Subject::BatchFrame)
+}
+
 /// `batch_length` as a `usize` bounded by `256..=`[`super::RECORD_SIZE_MAX`]-ish limits of the
 /// caller's buffer; refuses anything below the header size.
 fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeError> {
     let header = BatchHeader::ref_from_prefix(bytes)
         .map(|(header, _)| header)
-        .map_err(|_size| {
-            DecodeError::new(
-                "batch.header",
-                base_offset,
-                DecodeErrorKind::UnexpectedEnd {
-                    needed: BATCH_HEADER_SIZE,
-                    available: bytes.len(),
-                },
-            )
-            .about(Subject::BatchFrame)
-        })?;
+        .map_err(|_size| short_header(bytes, base_offset))?;
     check_length(
         header.batch_length.get(),
         BATCH_HEADER_SIZE,

@@ -72,6 +72,30 @@ impl RequestHeader {
         header
     }
 
+    /// The header a logged-in client sends for request number `request` of `code` in
+    /// `session` (§1.8): the code itself for a non-replicated request; for a metadata
+    /// change, a non-zero id of its own in `request_checksum`; the partition `context`.
+    pub fn bound(
+        client: u128,
+        code: crate::codes::CommandCode,
+        body_length: usize,
+        (session, request): (u64, u64),
+        context: PartitionContext,
+    ) -> Self {
+        let operation = code.operation();
+        let mut header = Self::new(client, operation, body_length);
+        if operation == Operation::NonReplicated {
+            header.code = code.as_u32().into();
+        } else if !operation.is_partition_plane() {
+            let id = client ^ u128::from(request).rotate_left(64);
+            header.request_checksum = U128::new(id | 1);
+        }
+        header.session = U64::new(session);
+        header.request = U64::new(request);
+        header.set_partition_context(context);
+        header
+    }
+
     /// Views the first 256 bytes of `frame` and validates them as a request header for
     /// `dialect`: the rules of §1.4 and the zero reserved ranges.
     pub fn parse(frame: &[u8], dialect: Dialect) -> Result<&Self, DecodeError> {
