@@ -16,6 +16,7 @@ pub mod data;
 pub mod fuzzing;
 pub mod handler;
 pub mod hashing;
+pub mod inbox;
 pub mod liveness;
 pub mod login_limit;
 pub mod mail;

@@ -1,14 +1,14 @@
-//! The server state one shard owns, and the entry point for every request.
-//!
-//! [`Server::handle`] applies the rules every command shares — header validation for the
-//! connection's dialect, what an unauthenticated connection may send (PROTOCOL.md §1.9), body
-//! decoding — and hands the decoded request to its family in [`crate::handler`].
+//! The server state one shard owns: metadata (the sequencer's, or a replica), partitions,
+//! sessions, consumer groups, connections; the metadata commit path ([`Server::commit`]) and
+//! the periodic work. Requests enter through `Server::handle`, which the handlers define
+//! (their pipeline decides what this shard answers and what goes to the sequencer): this
+//! module knows nothing of them.
 //!
 //! With several shards ([`crate::node`]), a shard handles the data path itself (send, poll,
-//! fetch and offsets of plain consumers, reads of metadata) against its metadata replica and
-//! the shared partition routes; what changes metadata, sessions or consumer groups, or reads
-//! the groups, is forwarded whole to the leader (the metadata sequencer), which answers it
-//! with its own server and hands the connection state back ([`route`]).
+//! fetch and offsets, reads of metadata) against its metadata replica and the shared partition
+//! routes; what changes metadata, sessions or consumer groups, or reads the groups, is
+//! forwarded whole to the leader (the metadata sequencer), which answers it with its own
+//! server and hands the connection state back.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -17,31 +17,24 @@ use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
-use proto::codes::CommandCode;
-use proto::commands::Request;
-use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
+use proto::ErrorCode;
+use proto::header::EvictionReason;
 use proto::primitives::Permissions;
-use proto::{DecodeError, ErrorCode, Subject};
 use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
 
 pub use crate::connection::ClientRecord;
-use crate::connection::{BoundSession, Connection, TransportKind};
+use crate::connection::{Connection, TransportKind};
 pub use crate::data::ShardStorage;
 use crate::data::{Cancel, DataError, DataPlane, GroupConfig, ShardPlace};
-use crate::handler;
 use crate::liveness::{self, Activity, Liveness, Stale};
 use crate::login_limit::{LoginLimiter, LoginLimits};
 pub use crate::mail::ReplicaError;
-use crate::mail::{Forwarded, Reply, ShardMessage};
-use crate::metadata::auth::IdentityLost;
+use crate::mail::{Reply, ShardMessage};
 use crate::metadata::{Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::node::{Node, ShardGone};
-use crate::outcome::Outcome;
 use crate::sessions::Sessions;
 
-mod inbound;
-mod route;
 mod sequencer;
 
 use sequencer::Sequencer;
@@ -237,7 +230,7 @@ impl Server {
 
     /// Sends shard `shard` the message `letter` makes around a reply channel, and waits for
     /// the reply.
-    async fn ask<T>(
+    pub(crate) async fn ask<T>(
         &self,
         shard: usize,
         letter: impl FnOnce(Reply<T>) -> ShardMessage,
@@ -453,174 +446,6 @@ impl Server {
             .collect()
     }
 
-    /// Handles one request frame from `connection`: `header` is the raw 256-byte header
-    /// whose frame prefix the transport checked.
-    pub async fn handle(
-        &self,
-        connection: &mut Connection,
-        raw_header: &[u8; HEADER_SIZE],
-        body: &[u8],
-    ) -> Outcome {
-        connection.liveness.stamp(self.now_us());
-        let header = match RequestHeader::parse(raw_header, connection.dialect) {
-            Ok(header) => header,
-            Err(error) => {
-                log::warn!(
-                    "client {}: bad request header: {error}",
-                    connection.client_number
-                );
-                let bound = connection.session.is_some();
-                return Outcome::Evict(header_eviction(&error, bound));
-            }
-        };
-        let outcome = self
-            .handle_request(connection, raw_header, header, body)
-            .await;
-        self.note_user(connection);
-        outcome
-    }
-
-    /// Has the leader handle the request with a copy of the connection state, then takes
-    /// back what the leader changed (a login's dialect and session).
-    async fn forward(
-        &self,
-        connection: &mut Connection,
-        header: &[u8; HEADER_SIZE],
-        body: &[u8],
-    ) -> Outcome {
-        let sequencer = self.node.sequencer();
-        let answered = self
-            .ask(sequencer, |reply| {
-                ShardMessage::Forward(Box::new(Forwarded {
-                    connection: connection.clone(),
-                    header: *header,
-                    body: body.to_vec(),
-                    reply,
-                }))
-            })
-            .await;
-        match answered {
-            Ok((outcome, remote)) => {
-                connection.dialect = remote.dialect;
-                connection.session = remote.session;
-                outcome
-            }
-            Err(gone) => {
-                log::warn!("client {}: {gone}", connection.client_number);
-                Outcome::Evict(EvictionReason::SessionError)
-            }
-        }
-    }
-
-    /// A login (`Register`), answered on the leader. A bound connection may repeat its own
-    /// Register (a lost reply); a new client id comes only after LOGOUT (§2.6).
-    async fn register(
-        &self,
-        connection: &mut Connection,
-        raw_header: &[u8; HEADER_SIZE],
-        header: &RequestHeader,
-        body: &[u8],
-    ) -> Outcome {
-        if let Some(bound) = connection.session
-            && bound.client_id != header.client.get()
-        {
-            return Outcome::Evict(EvictionReason::SessionError);
-        }
-        if !self.place().is_leader() {
-            return self.forward(connection, raw_header, body).await;
-        }
-        handler::session::login(self, connection, header, body).await
-    }
-
-    /// `raw_header` is the frame's header as sent, `header` its parsed view.
-    async fn handle_request(
-        &self,
-        connection: &mut Connection,
-        raw_header: &[u8; HEADER_SIZE],
-        header: &RequestHeader,
-        body: &[u8],
-    ) -> Outcome {
-        let operation = header
-            .operation()
-            .expect("RequestHeader::parse accepts known operations only");
-        let commit = self.commit_number();
-        let leader = self.place().is_leader();
-        if operation == Operation::Register {
-            return self.register(connection, raw_header, header, body).await;
-        }
-        if let Some(bound) = connection.session
-            && let Err(reason) = self.session_holds(bound, header.client.get())
-        {
-            log::info!(
-                "client {}: session {} no longer holds: {reason:?}",
-                connection.client_number,
-                bound.session
-            );
-            connection.session = None;
-            return Outcome::Evict(reason);
-        }
-        if let Some(bound) = connection.session
-            && let Some(reason) = session_mismatch(header.session.get(), bound.session)
-        {
-            log::info!(
-                "client {}: request for session {} on a link bound to {}: {reason:?}",
-                connection.client_number,
-                header.session.get(),
-                bound.session
-            );
-            return Outcome::Evict(reason);
-        }
-        let code = header.code().and_then(CommandCode::from_u32);
-        if connection.session.is_none()
-            && let Some(outcome) = unauthenticated(operation, code, commit)
-        {
-            return outcome;
-        }
-        let Some(code) = code else {
-            let raw = header.code.get();
-            log::info!(
-                "client {}: unknown command code {raw}",
-                connection.client_number
-            );
-            return Outcome::refused(operation, ErrorCode::InvalidCommand, commit);
-        };
-        let request = match Request::decode(code, body, connection.dialect) {
-            Ok(request) => request,
-            Err(error) => {
-                log::info!(
-                    "client {}: undecodable {code:?}: {error}",
-                    connection.client_number
-                );
-                return Outcome::refused(operation, error.status(), commit);
-            }
-        };
-        if !leader && route::needs_leader(&request) {
-            return self.forward(connection, raw_header, body).await;
-        }
-        handler::dispatch(self, connection, header, request).await
-    }
-
-    /// Whether the connection's bound session may still act, checked before every request:
-    /// the session is live (not ended by a logout elsewhere, expiry or an eviction), the
-    /// header's `client` is the id the connection registered or bound, and the session's user
-    /// still exists and is active and its login token (if any) still valid. Deleting or
-    /// deactivating a user, or deleting or expiry of its token, so takes effect at once.
-    fn session_holds(&self, bound: BoundSession, client: u128) -> Result<(), EvictionReason> {
-        let live = self.sessions.borrow().live(bound.client_id, bound.session);
-        let entry = live.ok_or(EvictionReason::NoSession)?;
-        if client != bound.client_id {
-            return Err(EvictionReason::SessionError);
-        }
-        let metadata = self.metadata.borrow();
-        let identity =
-            metadata.session_identity(entry.user_id, entry.token.as_ref(), self.now_us());
-        identity.map_err(|lost| match lost {
-            IdentityLost::UserGone => EvictionReason::NoSession,
-            IdentityLost::UserInactive => EvictionReason::UserInactive,
-            IdentityLost::TokenRevoked => EvictionReason::InvalidToken,
-        })
-    }
-
     /// Ends, on the leader, every session whose identity no longer holds after a commit (its
     /// user deleted or deactivated, its token deleted), so nothing of it — groups, a later
     /// user under the same id — carries over; its connections are evicted.
@@ -692,69 +517,6 @@ impl Server {
         if !attached {
             self.data.leave_all_groups(client_id, self.now_us());
         }
-    }
-
-    fn note_user(&self, connection: &Connection) {
-        let user_id = connection.user_id();
-        let client_id = connection.session.map(|session| session.client_id);
-        let clients = self.node.clients.pin();
-        let stale = clients
-            .get(&connection.client_number)
-            .is_some_and(|record| record.user_id != user_id || record.client_id != client_id);
-        if stale {
-            // Only while the connection is registered: a closed one is not brought back.
-            clients.update(connection.client_number, |record| ClientRecord {
-                user_id,
-                client_id,
-                ..record.clone()
-            });
-        }
-    }
-}
-
-/// What an unauthenticated connection gets instead of dispatch (§1.9), or `None` for the
-/// codes it may send: `PING` and `BIND_SESSION`.
-fn unauthenticated(
-    operation: Operation,
-    code: Option<CommandCode>,
-    commit: u64,
-) -> Option<Outcome> {
-    match (operation, code) {
-        (Operation::NonReplicated, Some(CommandCode::Ping | CommandCode::BindSession)) => None,
-        (
-            Operation::NonReplicated,
-            Some(CommandCode::LoginUser | CommandCode::LoginWithPersonalAccessToken),
-        ) => Some(Outcome::Evict(EvictionReason::MalformedLogin)),
-        (Operation::NonReplicated, _) => Some(Outcome::refused(
-            operation,
-            ErrorCode::Unauthenticated,
-            commit,
-        )),
-        _ => Some(Outcome::Evict(EvictionReason::NoSession)),
-    }
-}
-
-/// The eviction for a request whose header names another session than the one its link is
-/// bound to (§1.7): an older one is `SessionTooLow`; a newer one is not this link's
-/// (`NoSession`). Session 0 is what an unbound request carries; the header check already
-/// refuses it where a session is required.
-fn session_mismatch(sent: u64, bound: u64) -> Option<EvictionReason> {
-    match sent {
-        0 => None,
-        sent if sent == bound => None,
-        sent if sent < bound => Some(EvictionReason::SessionTooLow),
-        _ => Some(EvictionReason::NoSession),
-    }
-}
-
-/// The eviction for a header that fails validation; a replicated request without a session
-/// on an unauthenticated connection is the `NoSession` case of §1.9.
-fn header_eviction(error: &DecodeError, bound: bool) -> EvictionReason {
-    match error.subject {
-        Subject::Operation => EvictionReason::InvalidRequestOperation,
-        Subject::SessionNumber | Subject::RequestNumber if !bound => EvictionReason::NoSession,
-        Subject::SessionNumber => EvictionReason::SessionTooLow,
-        _ => EvictionReason::InvalidRequestBody,
     }
 }
 

@@ -1,5 +1,6 @@
-//! Request handling: one file per command family. [`Server::handle`](crate::Server::handle)
-//! decodes the body, checks authentication, and dispatches here.
+//! Request handling: the pipeline every request takes ([`Server::handle`](crate::Server::handle),
+//! in `pipeline.rs`: header, session and authentication checks, decoding, routing to the
+//! sequencer), the messages from other shards (`inbound.rs`), and one file per command family.
 //!
 //! Each family module exposes `handle(server, connection, header, request) -> Outcome` for
 //! every code it owns. A family not wired yet answers `InvalidCommand` (3), as for an unknown
@@ -8,9 +9,12 @@
 pub mod authorize;
 mod commit;
 pub(crate) mod groups;
+mod inbound;
 pub(crate) mod messages;
 pub(crate) mod offsets;
 pub(crate) mod partitions;
+pub(crate) mod pipeline;
+mod route;
 pub(crate) mod session;
 pub(crate) mod streams;
 pub(crate) mod system;

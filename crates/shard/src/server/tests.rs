@@ -13,9 +13,6 @@ use proto::header::{EvictionReason, Operation, RequestHeader};
 use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
-use futures_util::FutureExt;
-
-use super::inbound::Running;
 use super::{Server, ServerInfo};
 use crate::clock::system_now_us as now_us;
 use crate::connection::{Connection, TransportKind};
@@ -430,10 +427,10 @@ fn a_request_naming_another_session_is_evicted() {
     // Unbound requests carry 0; the first session of this server is 1, so "older" is
     // checked on the rule itself.
     assert_eq!(
-        super::session_mismatch(session + 4, session + 5),
+        crate::handler::pipeline::session_mismatch(session + 4, session + 5),
         Some(EvictionReason::SessionTooLow)
     );
-    assert_eq!(super::session_mismatch(0, session), None);
+    assert_eq!(crate::handler::pipeline::session_mismatch(0, session), None);
     assert_eq!(
         ping(session + 1, &mut connection),
         Outcome::Evict(EvictionReason::NoSession)
@@ -630,27 +627,4 @@ fn a_dropped_request_does_not_cut_its_commit_short() {
         assert_eq!(metadata.streams[&1].name, "first");
         assert_eq!(metadata.streams[&2].name, "second");
     });
-}
-
-/// The concurrent lane's bound: with `max` messages running, the lane is not read until one
-/// of them ends.
-#[test]
-fn running_messages_are_bounded() {
-    let running = std::rc::Rc::new(Running::default());
-    let first = Running::take(&running);
-    let _second = Running::take(&running);
-    assert_eq!(running.wait_below(3).now_or_never(), Some(()));
-    let mut waiting = Box::pin(running.wait_below(2));
-    assert_eq!(
-        (&mut waiting).now_or_never(),
-        None,
-        "two run: the lane waits"
-    );
-    drop(first);
-    assert_eq!(
-        waiting.now_or_never(),
-        Some(()),
-        "one ended: the lane reads again"
-    );
-    assert_eq!(running.count.get(), 1);
 }
