@@ -183,6 +183,12 @@ impl Server {
         self.data.group_servers()
     }
 
+    /// Whether every group's published view says what the sequencer's runtime decided (its
+    /// generation, members and who may be served each partition); the reason when not.
+    pub fn check_group_views(&self) -> Result<(), String> {
+        self.data.check_group_views()
+    }
+
     /// The time now, by the node's clock (µs since the epoch).
     pub fn now_us(&self) -> u64 {
         self.node.clock.now_us()

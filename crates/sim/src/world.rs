@@ -603,11 +603,13 @@ impl Sim {
         Ok(())
     }
 
-    /// Invariants over the shards' state: metadata agrees at equal commits; every group
-    /// partition may be served to at most one member.
+    /// Invariants over the shards' state: metadata agrees at equal commits; the groups'
+    /// published views say what the sequencer decided; every group partition may be served
+    /// to at most one member.
     fn check_shards(shards: &Shards) -> Result<(), Violation> {
         let leader = shards.sequencer().metadata();
-        for (index, server) in shards.servers.iter().enumerate().skip(1) {
+        let replicas = shards.servers.iter().enumerate();
+        for (index, server) in replicas.filter(|(index, _)| *index != shards.sequencer) {
             let replica = server.metadata();
             if replica.commit == leader.commit && *replica != *leader {
                 return Err(Violation(format!(
@@ -616,6 +618,7 @@ impl Sim {
                 )));
             }
         }
+        shards.sequencer().check_group_views().map_err(Violation)?;
         for (key, partition, members) in shards.sequencer().group_servers() {
             if members.len() > 1 {
                 return Err(Violation(format!(

@@ -123,6 +123,32 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         servers
     }
 
+    /// Whether every group's published view agrees with its runtime (leader only; the
+    /// simulator checks it after every step).
+    pub fn check_group_views(&self) -> Result<(), String> {
+        let groups = self.groups.borrow();
+        for (key, group) in groups.iter() {
+            let view = self
+                .group_views
+                .pin()
+                .get(key)
+                .cloned()
+                .ok_or_else(|| format!("group {key:?} has no published view"))?;
+            let agrees = view.generation == group.generation()
+                && view.members == group.member_ids()
+                && group
+                    .partitions()
+                    .iter()
+                    .all(|partition| view.servers_of(*partition) == group.servers_of(*partition));
+            if !agrees {
+                return Err(format!(
+                    "group {key:?}: the published view is not the runtime's"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `client_id` is a member of any group (leader only).
     pub fn is_group_member(&self, client_id: u128) -> bool {
         let groups = self.groups.borrow();
