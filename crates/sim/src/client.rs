@@ -23,6 +23,10 @@ pub enum Role {
     Consumer,
     /// A consumer-group member.
     Member,
+    /// A hostile client, logged in as a user without permissions: valid requests with
+    /// bytes flipped, random bodies under random codes, garbage before login. It must get
+    /// refusals and evictions, never change what the others see, never stop the server.
+    Vandal,
 }
 
 /// One fixed topic of the run.
@@ -136,6 +140,10 @@ impl Client {
     ) -> (Intent, Frame) {
         let topic = &topics[self.topic];
         match self.role {
+            Role::Vandal => {
+                let (_, frame) = self.plain_poll(rng, topic, now_us, ends);
+                (Intent::Garbage, crate::vandal::vandalize(rng, frame))
+            }
             Role::Producer if rng.chance(850) => self.produce(rng, topic, now_us),
             Role::Member => self.member_request(rng, topic),
             Role::Consumer if rng.chance(250) => {

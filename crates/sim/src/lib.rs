@@ -11,8 +11,10 @@
 //! never reused and have no gaps but those a power loss leaves, a message is stored once (an
 //! idempotent retry is confirmed at its first offset), a `next` poll never returns an offset
 //! at or below what the consumer or its group stored, a stored offset survives a crash as
-//! the last acknowledged store, each group partition may be served to one member at most,
-//! and every shard's metadata is the same at the same commit.
+//! the last acknowledged store, each group partition may be served to one member at most
+//! (and the groups' published views say what the sequencer decided), and every shard's
+//! metadata is the same at the same commit. A vandal's mangled frames may get any answer, but
+//! none of the above may change.
 //!
 //! Each life runs in its own compio runtime; a crash drops the runtime with every task of
 //! the process in it (requests in flight, partition tasks), then the storage forgets what
@@ -24,6 +26,7 @@ pub mod model;
 pub mod requests;
 pub mod rng;
 pub mod setup;
+pub mod vandal;
 pub mod wire;
 pub mod world;
 
@@ -46,12 +49,14 @@ use crate::world::LifeEnd;
 pub const USERNAME: &str = "iggy";
 
 /// The clients a run may have, in order (role, index of its topic): a run takes the first
-/// five to nine, so each group has two members and both topics have traffic.
-const CAST: [(Role, usize); 9] = [
+/// five to ten, so each group has two members, both topics have traffic and a vandal (a
+/// user without permissions sending mangled frames) is always there.
+const CAST: [(Role, usize); 10] = [
     (Role::Admin, 0),
     (Role::Producer, 0),
     (Role::Member, 0),
     (Role::Member, 0),
+    (Role::Vandal, 1),
     (Role::Consumer, 1),
     (Role::Producer, 1),
     (Role::Member, 1),
@@ -59,6 +64,8 @@ const CAST: [(Role, usize); 9] = [
     (Role::Consumer, 0),
 ];
 pub const PASSWORD: &str = "simulated";
+/// The user the vandal logs in as (with [`PASSWORD`]); it has no permission.
+pub const VANDAL: &str = "vandal";
 
 /// The size of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,6 +75,8 @@ pub enum Intent {
     Sync(u32),
     /// A metadata change whose outcome only the shards' agreement checks.
     Admin(&'static str),
+    /// A vandal's frame: any answer will do, as long as the others see nothing of it.
+    Garbage,
 }
 
 /// A send of messages `ids` to `place`, as an idempotent producer when `producer` is set.

@@ -67,13 +67,32 @@ async fn must(
     }
 }
 
+/// Root, and the vandal's user without any permission; both hashes are cheap.
+async fn create_users(shards: &Shards) -> Result<(), Violation> {
+    let server = &shards.servers[0];
+    server
+        .ensure_root_user(USERNAME, cheap_hash(PASSWORD))
+        .await
+        .map_err(|code| Violation(format!("root user: {code:?}")))?;
+    let vandal = shard::metadata::MetadataOp::CreateUser {
+        id: 1,
+        username: crate::VANDAL.to_owned(),
+        password_hash: cheap_hash(PASSWORD),
+        status: shard::metadata::UserStatus::Active,
+        permissions: None,
+        created_at: 0,
+    };
+    server
+        .commit(vandal)
+        .await
+        .map(|_| ())
+        .map_err(|code| Violation(format!("vandal user: {code:?}")))
+}
+
 impl Sim {
-    /// First boot: the root user, the stream, the fixed topics and one group on each.
+    /// First boot: the users, the stream, the fixed topics and one group on each.
     pub async fn setup(&mut self, shards: &Shards) -> Result<(), Violation> {
-        shards.servers[0]
-            .ensure_root_user(USERNAME, cheap_hash(PASSWORD))
-            .await
-            .map_err(|code| Violation(format!("root user: {code:?}")))?;
+        create_users(shards).await?;
         let (mut connection, mut numbering) = driver(shards).await?;
         let stream = CreateStream {
             name: name("sim"),

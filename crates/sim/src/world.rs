@@ -280,10 +280,23 @@ impl Sim {
             let client = &mut self.clients[index];
             client.shard = shard;
             client.connection = Some(connection);
-            (
-                Intent::Login,
-                client.numbering.login(crate::USERNAME, crate::PASSWORD),
-            )
+            if client.role == crate::client::Role::Vandal {
+                let login = client.numbering.login(crate::VANDAL, crate::PASSWORD);
+                // A third of its connections start with a mangled login.
+                if self.rng.chance(333) {
+                    (
+                        Intent::Garbage,
+                        crate::vandal::vandalize(&mut self.rng, login),
+                    )
+                } else {
+                    (Intent::Login, login)
+                }
+            } else {
+                (
+                    Intent::Login,
+                    client.numbering.login(crate::USERNAME, crate::PASSWORD),
+                )
+            }
         } else if self.clients[index].role == crate::client::Role::Admin {
             self.admin(shards, index)
         } else {
@@ -454,7 +467,7 @@ impl Sim {
                 self.clients[index].assigned.clear();
             }
             Intent::Sync(_) => self.synced(index, &payload)?,
-            Intent::Admin(_) => {}
+            Intent::Admin(_) | Intent::Garbage => {}
         }
         Ok(())
     }
