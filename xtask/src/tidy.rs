@@ -511,7 +511,7 @@ fn check_module_cycles(
             .next()
             .unwrap_or_default()
             .to_owned();
-        for (_, line) in code_outside_tests(text) {
+        for (_, line) in code_outside_tests(&code_only(text)) {
             for used in line.split("crate::").skip(1) {
                 let name: String = used
                     .chars()
@@ -575,15 +575,15 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<Str
     cycles
 }
 
-/// The lines of `text`'s code (comments and literals blanked) with their 0-based index, but
-/// those inside items marked `#[cfg(test)]`.
-fn code_outside_tests(text: &str) -> Vec<(usize, String)> {
-    let code = code_only(text);
-    let test_items: Vec<(usize, usize)> = cfg_test_items(&code)
+/// The lines of `code` (from [`code_only`]) with their 0-based index, but those inside items
+/// marked `#[cfg(test)]`.
+fn code_outside_tests(code: &[String]) -> Vec<(usize, &str)> {
+    let test_items: Vec<(usize, usize)> = cfg_test_items(code)
         .into_iter()
         .map(|(start, end)| (start, end.line()))
         .collect();
-    code.into_iter()
+    code.iter()
+        .map(String::as_str)
         .enumerate()
         .filter(|(index, _)| {
             !test_items
@@ -602,7 +602,7 @@ fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
         return Vec::new();
     }
     let mut findings = Vec::new();
-    for (index, line) in code_outside_tests(text) {
+    for (index, line) in code_outside_tests(&code_only(text)) {
         let named = SHARD_RUNTIME_CRATES.iter().find(|name| {
             line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .any(|word| word == **name)
@@ -624,8 +624,8 @@ fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
 fn functions(text: &str) -> Vec<Function> {
     let code = code_only(text);
     let mut found = Vec::new();
-    for (index, line) in code_outside_tests(text) {
-        for (column, name) in fn_names(&line) {
+    for (index, line) in code_outside_tests(&code) {
+        for (column, name) in fn_names(line) {
             if let ItemEnd::Body(end) = item_end(&code, index, column) {
                 found.push(Function {
                     name,

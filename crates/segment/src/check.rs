@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::format::consumer_offset::newest_slot;
 use crate::format::index::{OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, serialize};
-use crate::format::parse_segment_stem;
 use crate::format::scan::{Scan, StopReason};
+use crate::format::segment_starts;
 use crate::format::state::{PartitionState, StateError};
 use crate::layout::{SegmentPaths, state_path, streams_directory};
 use crate::log::OpenError;
@@ -86,12 +86,7 @@ pub async fn check_partition<S: Storage>(storage: &S, directory: &Path) -> Vec<F
             return findings;
         }
     };
-    let mut starts: Vec<u64> = names
-        .iter()
-        .filter_map(|name| name.strip_suffix(".log"))
-        .filter_map(parse_segment_stem)
-        .collect();
-    starts.sort_unstable();
+    let starts = segment_starts(&names);
     let mut previous_next_offset = None;
     for start in starts {
         let paths = SegmentPaths::new(directory, start);

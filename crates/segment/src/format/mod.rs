@@ -26,6 +26,18 @@ pub fn parse_segment_stem(stem: &str) -> Option<u64> {
         .flatten()
 }
 
+/// The start offsets of the segments among a directory's file `names` (their `.log` files),
+/// ascending.
+pub fn segment_starts<S: AsRef<str>>(names: &[S]) -> Vec<u64> {
+    let mut starts: Vec<u64> = names
+        .iter()
+        .filter_map(|name| name.as_ref().strip_suffix(".log"))
+        .filter_map(parse_segment_stem)
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

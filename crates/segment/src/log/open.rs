@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use proto::batch::BATCH_HEADER_SIZE;
 
 use crate::format::index::{IndexEntry, parse_indexes};
-use crate::format::parse_segment_stem;
 use crate::format::scan::{Scan, StopReason, intact_record, record_candidate, scan, scan_more};
 use crate::format::state::{PartitionState, RESERVATION_STEP};
 use crate::layout::{SegmentPaths, state_path};
@@ -174,13 +173,7 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
         .list_dir(directory)
         .await
         .map_err(io("list", directory))?;
-    let mut starts: Vec<u64> = names
-        .iter()
-        .filter_map(|name| name.strip_suffix(".log"))
-        .filter_map(parse_segment_stem)
-        .collect();
-    starts.sort_unstable();
-    Ok(starts)
+    Ok(crate::format::segment_starts(&names))
 }
 
 /// Opens one segment. The active one is always scanned in full; sealed ones are trusted when

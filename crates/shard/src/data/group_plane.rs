@@ -157,10 +157,17 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// Removes `client_id` from every group (logout, eviction, session end; leader only).
     pub fn leave_all_groups(&self, client_id: u128, now_us: u64) {
-        let keys: Vec<GroupKey> = self.groups.borrow().keys().copied().collect();
+        // Only the groups it is in change (and are published again).
+        let keys: Vec<GroupKey> = self
+            .groups
+            .borrow()
+            .iter()
+            .filter(|(_, group)| group.is_member(client_id))
+            .map(|(key, _)| *key)
+            .collect();
         for key in keys {
             self.change_group(key, |group| {
-                // Not a member of this group: nothing changes.
+                // A member, checked above: the leave succeeds.
                 let _ = group.leave(client_id, now_us);
             });
         }
