@@ -57,6 +57,9 @@ const SHARD_EDGE: [&str; 11] = [
     "crates/shard/src/server/",
 ];
 const SHARD_RUNTIME_CRATES: [&str; 2] = ["compio", "crossfire"];
+/// The one table from the shard's refusals to wire codes: the only file of the shard that
+/// may name `ErrorCode` (handlers and planes return a typed `Refusal`).
+const SHARD_CODE_TABLE: &str = "crates/shard/src/refusal.rs";
 /// The module cycles of `crates/shard/src` allowed, each sorted: none.
 const SHARD_CYCLES_ALLOWED: [&[&str]; 0] = [];
 
@@ -594,28 +597,34 @@ fn code_outside_tests(code: &[String]) -> Vec<(usize, &str)> {
 }
 
 /// A file of the shard outside [`SHARD_EDGE`] that names the runtime or the channels in its
-/// code (comments and `#[cfg(test)]` items aside).
+/// code, or one other than [`SHARD_CODE_TABLE`] that names wire codes (comments and
+/// `#[cfg(test)]` items aside).
 fn check_shard_core(path: &str, text: &str) -> Vec<Finding> {
-    let in_core = path.starts_with("crates/shard/src/")
-        && !SHARD_EDGE.iter().any(|edge| path.starts_with(edge));
-    if !in_core {
+    if !path.starts_with("crates/shard/src/") {
         return Vec::new();
     }
+    let in_core = !SHARD_EDGE.iter().any(|edge| path.starts_with(edge));
     let mut findings = Vec::new();
     for (index, line) in code_outside_tests(&code_only(text)) {
-        let named = SHARD_RUNTIME_CRATES.iter().find(|name| {
+        let names = |name: &str| {
             line.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|word| word == **name)
+                .any(|word| word == name)
+        };
+        let runtime = SHARD_RUNTIME_CRATES.iter().find(|name| names(name));
+        let message = match runtime {
+            Some(name) if in_core => format!(
+                "`{name}` in the shard's core: only its runtime edge (SHARD_EDGE) may use it"
+            ),
+            _ if path != SHARD_CODE_TABLE && names("ErrorCode") => format!(
+                "`ErrorCode` in the shard: return a `Refusal`; only {SHARD_CODE_TABLE} maps codes"
+            ),
+            _ => continue,
+        };
+        findings.push(Finding {
+            path: path.to_owned(),
+            line: index + 1,
+            message,
         });
-        if let Some(name) = named {
-            findings.push(Finding {
-                path: path.to_owned(),
-                line: index + 1,
-                message: format!(
-                    "`{name}` in the shard's core: only its runtime edge (SHARD_EDGE) may use it"
-                ),
-            });
-        }
     }
     findings
 }
@@ -846,9 +855,10 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::{
-        Function, banned_crates, check_module_cycles, check_shard_core, check_text, code_only,
-        feature_rows, functions, has_module_doc, is_test_file, manifest_features,
-        out_of_line_test_modules, ratchet, unused_workspace_dependencies, workspace_members,
+        Function, SHARD_CODE_TABLE, banned_crates, check_module_cycles, check_shard_core,
+        check_text, code_only, feature_rows, functions, has_module_doc, is_test_file,
+        manifest_features, out_of_line_test_modules, ratchet, unused_workspace_dependencies,
+        workspace_members,
     };
 
     fn function_of(body_lines: usize) -> String {
@@ -910,6 +920,26 @@ mod tests {
             lines("crates/sim/src/world.rs").is_empty(),
             "other crates may"
         );
+    }
+
+    #[test]
+    fn only_the_code_table_names_wire_codes() {
+        let text = concat!(
+            "//! Names ErrorCode in a comment only.\n",
+            "use proto::ErrorCode;\n",
+            "fn f() -> Refusal { Refusal::Malformed }\n",
+            "#[cfg(test)]\nmod tests {\n    use proto::ErrorCode;\n}\n",
+        );
+        let lines = |path| -> Vec<usize> {
+            check_shard_core(path, text)
+                .iter()
+                .map(|f| f.line)
+                .collect()
+        };
+        assert_eq!(lines("crates/shard/src/handler/streams.rs"), [2]);
+        assert_eq!(lines("crates/shard/src/server.rs"), [2], "the edge neither");
+        assert!(lines(SHARD_CODE_TABLE).is_empty());
+        assert!(lines("bin/iggy/src/main.rs").is_empty(), "other crates may");
     }
 
     #[test]

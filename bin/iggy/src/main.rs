@@ -64,8 +64,8 @@ enum StartError {
     Hash(#[from] shard::metadata::auth::CredentialError),
     #[error("open the server state")]
     Open(#[from] shard::server::OpenError),
-    #[error("commit the root user (error code {0:?})")]
-    Root(proto::ErrorCode),
+    #[error("commit the root user")]
+    Root(#[source] shard::refusal::Refusal),
     #[error("choose the shards' cores (system.sharding.cpu_allocation)")]
     Cores(#[source] cores::CoreError),
     #[error(transparent)]

@@ -49,7 +49,7 @@ impl ConnectionHandler for ShardHandler {
             // connection speaks after the request (a login sets it).
             Outcome::Reply(reply) => Answer::Reply {
                 operation: reply.operation,
-                status: reply.status,
+                status: reply.status_code(),
                 commit: reply.commit,
                 body: reply.encode_body(local.dialect),
                 tail: reply.tail,

@@ -6,7 +6,7 @@
 use crate::status::ErrorCode;
 
 /// A decoder refused its input.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} in `{field}` at byte {offset}")]
 pub struct DecodeError {
     /// The wire field being decoded, e.g. `"create_topic.name"`: for logs only; what a

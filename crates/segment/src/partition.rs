@@ -30,7 +30,6 @@ use std::sync::Arc;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx, mpsc};
-use proto::ErrorCode;
 use proto::batch::Producer;
 
 use crate::log::{
@@ -38,7 +37,7 @@ use crate::log::{
     SegmentInfo,
 };
 use crate::offsets::{ConsumerOffsets, OffsetError, OffsetOwner};
-use crate::producers::{Admission, ProducerTable};
+use crate::producers::{Admission, ProducerRefusal, ProducerTable};
 use crate::stats_cell::StatsCell;
 use crate::storage::Storage;
 
@@ -85,7 +84,7 @@ pub enum PartitionError {
     DeleteSegments(#[source] AppendError),
     /// The idempotent-producer check refused the batch (§5.5); nothing was appended.
     #[error("producer batch refused with {0:?}")]
-    Producer(ErrorCode),
+    Producer(ProducerRefusal),
     /// The partition keeps offsets for [`crate::offsets::OFFSETS_MAX`] owners already.
     #[error("too many stored consumer offsets")]
     OffsetsLimit,

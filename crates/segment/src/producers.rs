@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use proto::ErrorCode;
 use proto::batch::Producer;
 
 /// Producers remembered per partition; past it the oldest id is forgotten (ids are minted as
@@ -27,6 +26,20 @@ struct ProducerState {
     epoch: u16,
     next_sequence: u32,
     last: LastBatch,
+}
+
+/// Why a producer batch is refused (§5.5); nothing was appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerRefusal {
+    /// A sequence other than 0 from a producer id this partition does not remember.
+    #[error("unknown producer")]
+    Unknown,
+    /// An epoch older than the producer's latest: a newer instance took over.
+    #[error("producer epoch fenced")]
+    EpochFenced,
+    /// A sequence that is neither the next one nor a retransmission of the last batch.
+    #[error("producer sequence out of order")]
+    OutOfOrder,
 }
 
 /// What to do with a producer batch.
@@ -51,23 +64,27 @@ impl ProducerTable {
     }
 
     /// Checks a batch of `message_count` messages against the producer's state.
-    pub fn admit(&self, producer: Producer, message_count: u32) -> Result<Admission, ErrorCode> {
+    pub fn admit(
+        &self,
+        producer: Producer,
+        message_count: u32,
+    ) -> Result<Admission, ProducerRefusal> {
         let Some(state) = self.producers.get(&producer.producer_id) else {
             return if producer.base_sequence == 0 {
                 Ok(Admission::Append)
             } else {
-                Err(ErrorCode::ProducerUnknown)
+                Err(ProducerRefusal::Unknown)
             };
         };
         if producer.epoch < state.epoch {
-            return Err(ErrorCode::ProducerEpochFenced);
+            return Err(ProducerRefusal::EpochFenced);
         }
         if producer.epoch > state.epoch {
             // A new epoch starts its sequence over.
             return if producer.base_sequence == 0 {
                 Ok(Admission::Append)
             } else {
-                Err(ErrorCode::ProducerSequenceOutOfOrder)
+                Err(ProducerRefusal::OutOfOrder)
             };
         }
         if producer.base_sequence == state.next_sequence {
@@ -79,7 +96,7 @@ impl ProducerTable {
                 base_offset: last.base_offset,
             });
         }
-        Err(ErrorCode::ProducerSequenceOutOfOrder)
+        Err(ProducerRefusal::OutOfOrder)
     }
 
     /// Records an appended batch (after [`Self::admit`] said [`Admission::Append`]).
@@ -135,7 +152,7 @@ mod tests {
         let mut table = ProducerTable::new();
         assert_eq!(
             table.admit(producer(1, 0, 3), 1),
-            Err(ErrorCode::ProducerUnknown)
+            Err(ProducerRefusal::Unknown)
         );
         assert_eq!(table.admit(producer(1, 0, 0), 2), Ok(Admission::Append));
         table.record(producer(1, 0, 0), 2, 10);
@@ -145,21 +162,21 @@ mod tests {
         );
         assert_eq!(
             table.admit(producer(1, 0, 0), 3),
-            Err(ErrorCode::ProducerSequenceOutOfOrder)
+            Err(ProducerRefusal::OutOfOrder)
         );
         assert_eq!(
             table.admit(producer(1, 0, 5), 1),
-            Err(ErrorCode::ProducerSequenceOutOfOrder)
+            Err(ProducerRefusal::OutOfOrder)
         );
         assert_eq!(table.admit(producer(1, 0, 2), 1), Ok(Admission::Append));
         table.record(producer(1, 1, 0), 1, 12);
         assert_eq!(
             table.admit(producer(1, 0, 1), 1),
-            Err(ErrorCode::ProducerEpochFenced)
+            Err(ProducerRefusal::EpochFenced)
         );
         assert_eq!(
             table.admit(producer(1, 2, 4), 1),
-            Err(ErrorCode::ProducerSequenceOutOfOrder)
+            Err(ProducerRefusal::OutOfOrder)
         );
         assert_eq!(table.admit(producer(1, 2, 0), 1), Ok(Admission::Append));
     }
@@ -173,7 +190,7 @@ mod tests {
         assert_eq!(table.len(), PRODUCERS_MAX);
         assert_eq!(
             table.admit(producer(0, 0, 1), 1),
-            Err(ErrorCode::ProducerUnknown)
+            Err(ProducerRefusal::Unknown)
         );
     }
 

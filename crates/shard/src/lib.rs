@@ -24,6 +24,7 @@ pub mod metadata;
 pub mod node;
 pub mod outcome;
 pub mod procfs;
+pub mod refusal;
 pub mod reply_budget;
 pub mod server;
 pub mod sessions;

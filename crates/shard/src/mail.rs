@@ -8,13 +8,13 @@
 //! another shard, so it always drains, and a sequencer waiting for its replicas to apply can
 //! never deadlock with requests queued behind it.
 
-use proto::ErrorCode;
 use proto::header::HEADER_SIZE;
 
 use crate::connection::Connection;
 use crate::data::DataError;
 use crate::metadata::{ApplyError, MetadataOp};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 
 /// Where the answer to a message goes: a one-shot channel back to the asking shard.
 pub type Reply<T> = crossfire::oneshot::TxOneshot<T>;
@@ -25,7 +25,7 @@ pub enum ShardMessage {
     /// new commit number once every shard applied it.
     Commit {
         op: MetadataOp,
-        reply: Reply<Result<u64, ErrorCode>>,
+        reply: Reply<Result<u64, Refusal>>,
     },
     /// From the sequencer: apply the committed `op` to the replica; the answer says whether
     /// it applied (a replica that cannot follow is logged by the sequencer).

@@ -10,7 +10,9 @@ use std::fmt::Debug;
 
 use proto::header::{EvictionReason, Operation};
 use proto::result::ResultSection;
-use proto::{Codec, Dialect, ErrorCode, Writer};
+use proto::{Codec, Dialect, Writer};
+
+use crate::refusal::Refusal;
 
 /// The answer to one request; the transport turns it into a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,8 +29,8 @@ pub enum Outcome {
 pub struct Reply {
     /// Echo of the request's operation, or its resolved form.
     pub operation: Operation,
-    /// 0, or an error code with an empty body.
-    pub status: u32,
+    /// A refusal sent as the header `status`, with an empty body; `None` for success.
+    pub status: Option<Refusal>,
     pub body: Body,
     /// Sent after the body from its own buffer: a poll's records, moved from the read that
     /// produced them instead of copied behind the head.
@@ -46,7 +48,7 @@ pub enum Body {
     Value(Box<dyn ReplyValue>),
     /// A refusal in the result section of a result-framed operation, mapped at the edge to a
     /// code the client's dialect knows.
-    Refused(ErrorCode),
+    Refused(Refusal),
     /// Bytes encoded with the records they precede (poll and fetch replies).
     Encoded(Vec<u8>),
 }
@@ -90,8 +92,8 @@ impl Body {
                 }
                 value.encode_binary(&mut writer);
             }
-            Self::Refused(code) => {
-                let code = code.for_dialect(dialect);
+            Self::Refused(refusal) => {
+                let code = refusal.code().for_dialect(dialect);
                 ResultSection::Refused(code.as_u32()).encode(&mut writer);
             }
             Self::Encoded(bytes) => body.extend_from_slice(bytes),
@@ -118,6 +120,12 @@ impl PartialEq for Body {
 impl Eq for Body {}
 
 impl Reply {
+    /// The header `status`: 0, or the refusal's wire code (the transport maps it further
+    /// for an older client's dialect).
+    pub fn status_code(&self) -> u32 {
+        self.status.map_or(0, |refusal| refusal.code().as_u32())
+    }
+
     /// The body as the client receives it (the edge's one binary encoder).
     pub fn encode_body(&self, dialect: Dialect) -> Vec<u8> {
         self.body.encode(self.operation, dialect)
@@ -149,19 +157,19 @@ impl Outcome {
     fn reply(operation: Operation, body: Body, tail: Vec<u8>, commit: u64) -> Self {
         Self::Reply(Reply {
             operation,
-            status: 0,
+            status: None,
             body,
             tail,
             commit,
         })
     }
 
-    /// A refusal through the header `status` (empty body); the code is mapped to one the
-    /// client's dialect knows by the transport.
-    pub fn refused(operation: Operation, code: ErrorCode, commit: u64) -> Self {
+    /// A refusal through the header `status` (empty body); the edge encodes it as a code
+    /// the client's dialect knows.
+    pub fn refused(operation: Operation, refusal: Refusal, commit: u64) -> Self {
         Self::Reply(Reply {
             operation,
-            status: code.as_u32(),
+            status: Some(refusal),
             body: Body::Empty,
             tail: Vec::new(),
             commit,
@@ -170,22 +178,23 @@ impl Outcome {
 
     /// A refusal in the channel the operation uses: a one-entry result section for
     /// result-framed operations, the header `status` otherwise.
-    pub fn rejected(operation: Operation, code: ErrorCode, commit: u64) -> Self {
+    pub fn rejected(operation: Operation, refusal: Refusal, commit: u64) -> Self {
         if operation.is_result_framed() {
-            Self::reply(operation, Body::Refused(code), Vec::new(), commit)
+            Self::reply(operation, Body::Refused(refusal), Vec::new(), commit)
         } else {
-            Self::refused(operation, code, commit)
+            Self::refused(operation, refusal, commit)
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use proto::Dialect;
     use proto::commands::Empty;
     use proto::header::Operation;
-    use proto::{Dialect, ErrorCode};
 
     use super::{Body, Outcome};
+    use crate::refusal::{Missing, Refusal, Unavailable};
 
     fn body(outcome: &Outcome, dialect: Dialect) -> Vec<u8> {
         match outcome {
@@ -198,17 +207,29 @@ mod tests {
     fn result_framed_payload_and_refusal() {
         let ok = Outcome::value(Operation::CreateStream, Empty, 4);
         assert_eq!(body(&ok, Dialect::V0_12_2), vec![0; 4]);
-        let refused = Outcome::rejected(Operation::CreateStream, ErrorCode::StreamIdNotFound, 4);
+        let refused = Outcome::rejected(
+            Operation::CreateStream,
+            Refusal::Missing(Missing::Stream),
+            4,
+        );
         let mut expected = vec![1, 0, 0, 0, 0, 0, 0, 0];
         expected.extend_from_slice(&1009u32.to_le_bytes());
         assert_eq!(body(&refused, Dialect::V0_12_2), expected);
-        let read = Outcome::rejected(Operation::NonReplicated, ErrorCode::FeatureUnavailable, 4);
+        let read = Outcome::rejected(
+            Operation::NonReplicated,
+            Refusal::Unavailable(Unavailable::Feature),
+            4,
+        );
         assert_eq!(
             read,
-            Outcome::refused(Operation::NonReplicated, ErrorCode::FeatureUnavailable, 4)
+            Outcome::refused(
+                Operation::NonReplicated,
+                Refusal::Unavailable(Unavailable::Feature),
+                4
+            )
         );
         let unframed = Outcome::value(Operation::NonReplicated, Empty, 4);
         assert!(body(&unframed, Dialect::V0_12_2).is_empty());
-        assert_ne!(Body::Empty, Body::Refused(ErrorCode::Error));
+        assert_ne!(Body::Empty, Body::Refused(Refusal::Internal));
     }
 }

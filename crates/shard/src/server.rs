@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
-use proto::ErrorCode;
 use proto::header::EvictionReason;
 use proto::primitives::Permissions;
 use segment::storage::compio::CompioStorage;
@@ -33,6 +32,7 @@ pub use crate::mail::ReplicaError;
 use crate::mail::{Reply, ShardMessage};
 use crate::metadata::{Journal, JournalError, Metadata, MetadataOp, UserStatus};
 use crate::node::{Node, ShardGone};
+use crate::refusal::Refusal;
 use crate::sessions::Sessions;
 
 mod sequencer;
@@ -253,13 +253,13 @@ impl Server {
     /// Commits one metadata operation on the sequencer (from any shard; see the `sequencer`
     /// module). Returns the new commit number once every shard has applied it, so a client
     /// that is answered reads its write on whichever shard serves its next request.
-    pub async fn commit(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
+    pub async fn commit(&self, op: MetadataOp) -> Result<u64, Refusal> {
         if !self.place().is_leader() {
             let sequencer = self.node.sequencer();
             let committed = self
                 .ask(sequencer, |reply| ShardMessage::Commit { op, reply })
                 .await;
-            return committed.unwrap_or(Err(ErrorCode::Error));
+            return committed.unwrap_or(Err(Refusal::Internal));
         }
         self.sequence(op).await
     }
@@ -403,7 +403,7 @@ impl Server {
         &self,
         username: &str,
         password_hash: String,
-    ) -> Result<bool, ErrorCode> {
+    ) -> Result<bool, Refusal> {
         if !self.metadata.borrow().users.is_empty() {
             return Ok(false);
         }

@@ -117,8 +117,8 @@ pub fn answer(outcome: Outcome) -> Answer {
         Outcome::Evict(reason) => return Answer::Evicted(reason),
         Outcome::Silent => return Answer::Silent,
     };
-    if reply.status != 0 {
-        return Answer::Refused(reply.status);
+    if let Some(refusal) = reply.status {
+        return Answer::Refused(refusal.code().as_u32());
     }
     let mut body = reply.encode_body(DIALECT);
     body.extend_from_slice(&reply.tail);

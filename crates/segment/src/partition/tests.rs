@@ -287,7 +287,7 @@ fn producer_retransmission_is_confirmed_once() {
         let refused = handle.append(batch(1, None), 1, Some((unknown, 1))).await;
         assert!(matches!(
             refused,
-            Err(PartitionError::Producer(ErrorCode::ProducerUnknown))
+            Err(PartitionError::Producer(ProducerRefusal::Unknown))
         ));
     });
 }

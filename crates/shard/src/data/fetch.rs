@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use proto::Dialect;
 use proto::codec::encode_to_vec;
 use proto::commands::messages::{FetchMessages, FetchSection, FetchedMessages};
 use proto::header::PartitionContext;
 use proto::primitives::ConsumerKind;
-use proto::{Dialect, ErrorCode};
 use segment::log::Records;
 use segment::storage::Storage;
 
@@ -18,12 +18,13 @@ use super::resolve::{offset_owner, resolve_group, resolve_topic};
 use super::signal::{Cancel, Waiting, race};
 use super::{DataError, DataPlane, GroupKey, PartitionKey};
 use crate::metadata::Metadata;
+use crate::refusal::{Missing, Refusal, Unavailable};
 
 /// One section of a fetch reply, owning its records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchSectionOwned {
     pub partition_id: u32,
-    /// 0, or the `ErrorCode` of this partition.
+    /// 0, or the `Refusal` of this partition.
     pub status: u32,
     pub current_offset: u64,
     pub context: PartitionContext,
@@ -74,15 +75,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         metadata: &Metadata,
         request: &FetchMessages,
         client_id: u128,
-    ) -> Result<FetchPlan, ErrorCode> {
+    ) -> Result<FetchPlan, Refusal> {
         let (stream_id, topic) = resolve_topic(metadata, &request.stream_id, &request.topic_id)?;
         let group = match request.consumer.kind {
-            ConsumerKind::ExternalGroup => return Err(ErrorCode::FeatureUnavailable),
+            ConsumerKind::ExternalGroup => return Err(Refusal::Unavailable(Unavailable::Feature)),
             ConsumerKind::ConsumerGroup => Some(GroupKey {
                 stream_id,
                 topic_id: topic.id,
                 group_id: resolve_group(topic, &request.consumer.id)
-                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)?,
+                    .ok_or(Refusal::Missing(Missing::Group))?,
             }),
             ConsumerKind::Consumer => None,
         };
@@ -98,7 +99,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .fetch_lease(group, client_id, target.partition_id)
                 .and_then(|(generation, lease)| {
                     if group.is_none() && target.owner_generation != 0 {
-                        return Err(ErrorCode::ConsumerGroupPartitionNotOwned);
+                        return Err(Refusal::NotOwned);
                     }
                     let mut plan = self.plan_read(metadata, topic, key, target.incarnation)?;
                     let stored = plan.handle.stored_offset(owner);
@@ -132,7 +133,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         group: Option<GroupKey>,
         client_id: u128,
         partition_id: u32,
-    ) -> Result<(u64, Option<Lease>), ErrorCode> {
+    ) -> Result<(u64, Option<Lease>), Refusal> {
         let Some(key) = group else {
             return Ok((0, None));
         };
@@ -186,10 +187,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             if !self.end_group_poll(poll, last)
                 && let Some(section) = section
             {
-                *section = refused(
-                    target.partition_id,
-                    ErrorCode::ConsumerGroupPartitionNotOwned,
-                );
+                *section = refused(target.partition_id, Refusal::NotOwned);
             }
         }
     }
@@ -202,8 +200,8 @@ async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
     for target in &plan.targets {
         let poll = match &target.plan {
             Ok(poll) => poll,
-            Err(code) => {
-                fetched.sections.push(refused(target.partition_id, *code));
+            Err(refusal) => {
+                fetched.sections.push(refused(target.partition_id, *refusal));
                 continue;
             }
         };
@@ -236,10 +234,10 @@ async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
     Ok(fetched)
 }
 
-fn refused(partition_id: u32, code: ErrorCode) -> FetchSectionOwned {
+fn refused(partition_id: u32, refusal: Refusal) -> FetchSectionOwned {
     FetchSectionOwned {
         partition_id,
-        status: code.as_u32(),
+        status: refusal.code().as_u32(),
         current_offset: 0,
         context: PartitionContext::default(),
         next_offset: 0,

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use proto::ErrorCode;
 use segment::offsets::OffsetOwner;
 use segment::storage::Storage;
 
 use super::leases::{self, GroupView, Lease};
 use super::{DataPlane, GroupKey, GroupRuntime, PartitionKey, topics};
 use crate::metadata::Metadata;
+use crate::refusal::{Missing, Refusal};
 
 impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// Reads the group's runtime (leader only), if the group is known.
@@ -80,9 +80,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// The view polls of `key` are checked against; `5000` when the group is unknown.
-    pub(super) fn group_view(&self, key: GroupKey) -> Result<std::sync::Arc<GroupView>, ErrorCode> {
+    pub(super) fn group_view(&self, key: GroupKey) -> Result<std::sync::Arc<GroupView>, Refusal> {
         let view = self.group_views.pin().get(&key).cloned();
-        view.ok_or(ErrorCode::ConsumerGroupIdNotFound)
+        view.ok_or(Refusal::Missing(Missing::Group))
     }
 
     /// Checks a group poll of `partition_id` by `client_id`: its generation, and the lease
@@ -92,7 +92,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         key: GroupKey,
         client_id: u128,
         partition_id: u32,
-    ) -> Result<(u64, Lease), ErrorCode> {
+    ) -> Result<(u64, Lease), Refusal> {
         self.group_view(key)?.check(client_id, partition_id)
     }
 

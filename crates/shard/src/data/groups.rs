@@ -38,9 +38,8 @@
 //! partition has exactly one owner and it is a member; without members nothing is owned; a
 //! revocation targets a member other than the owner.
 
+use crate::refusal::{Missing, Refusal};
 use std::collections::BTreeMap;
-
-use proto::ErrorCode;
 
 /// `consumer_group.rebalancing_timeout` default: 30 s.
 pub const REBALANCING_TIMEOUT_US_DEFAULT: u64 = 30_000_000;
@@ -205,9 +204,9 @@ impl GroupRuntime {
     }
 
     /// Removes `client_id`; its partitions move at once.
-    pub fn leave(&mut self, client_id: u128, now_us: u64) -> Result<(), ErrorCode> {
+    pub fn leave(&mut self, client_id: u128, now_us: u64) -> Result<(), Refusal> {
         if self.members.remove(&client_id).is_none() {
-            return Err(ErrorCode::ConsumerGroupMemberNotFound);
+            return Err(Refusal::Missing(Missing::GroupMember));
         }
         self.generation += 1;
         self.rebalance(now_us);

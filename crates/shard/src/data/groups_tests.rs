@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::data::leases::view_of;
+use crate::refusal::{Missing, Refusal};
 
 /// What the sequencer does after every change, once it published it: complete the
 /// hand-offs with nothing in flight.
@@ -14,7 +15,7 @@ fn settle(group: &mut GroupRuntime, now: u64) {
 
 /// The check a poll of `partition` by `client` passes on any shard: the generation it
 /// reports, or the refusal.
-fn check(group: &GroupRuntime, client: u128, partition: u32) -> Result<u64, ErrorCode> {
+fn check(group: &GroupRuntime, client: u128, partition: u32) -> Result<u64, Refusal> {
     let view = view_of(group, None);
     view.check(client, partition)
         .map(|(generation, _lease)| generation)
@@ -73,13 +74,10 @@ fn a_partition_nothing_was_served_from_moves_at_once_on_join() {
     assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0, 2]));
     assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![1, 3]));
     assert_eq!(check(&group, 2, 1), Ok(group.generation()));
-    assert_eq!(
-        check(&group, 1, 1),
-        Err(ErrorCode::ConsumerGroupPartitionNotOwned)
-    );
+    assert_eq!(check(&group, 1, 1), Err(Refusal::NotOwned));
     assert_eq!(
         check(&group, 3, 1),
-        Err(ErrorCode::ConsumerGroupMemberNotFound)
+        Err(Refusal::Missing(Missing::GroupMember))
     );
     let members = group.members();
     assert_eq!((members[0].slot, members[1].slot), (0, 1));
@@ -102,10 +100,7 @@ fn in_flight_data_holds_the_partition_until_it_is_committed() {
     // The old owner may no longer poll it, nor does its sync list it; the new owner waits.
     assert_eq!(group.sync(1, 11, &CONFIG), Some(vec![0]));
     assert_eq!(group.sync(2, 11, &CONFIG), Some(vec![]));
-    assert_eq!(
-        check(&group, 1, 1),
-        Err(ErrorCode::ConsumerGroupPartitionNotOwned)
-    );
+    assert_eq!(check(&group, 1, 1), Err(Refusal::NotOwned));
     let members = group.members();
     assert_eq!(members[0].partitions, vec![0, 1]);
     // The commit catches up with what was served: the partition moves.
@@ -184,7 +179,7 @@ fn slots_are_the_lowest_free_and_leave_refuses_strangers() {
     assert_eq!(slots, vec![(1, 0), (4, 1), (3, 2)]);
     assert_eq!(
         group.leave(9, 0),
-        Err(ErrorCode::ConsumerGroupMemberNotFound)
+        Err(Refusal::Missing(Missing::GroupMember))
     );
 }
 

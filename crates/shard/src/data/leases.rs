@@ -19,10 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
-use proto::ErrorCode;
-
 use super::GroupKey;
 use super::groups::{Ownership, serves};
+use crate::refusal::{Missing, Refusal};
 
 /// Every group's published view, by group.
 pub type GroupViews = papaya::HashMap<GroupKey, Arc<GroupView>>;
@@ -74,15 +73,15 @@ impl GroupView {
     /// Whether `client_id` may poll `partition_id` now: its generation and the flight to
     /// count the poll in. Refusals: `5006` not a member, `5009` not the owner (or the
     /// partition is being handed off from it).
-    pub fn check(&self, client_id: u128, partition_id: u32) -> Result<(u64, Lease), ErrorCode> {
+    pub fn check(&self, client_id: u128, partition_id: u32) -> Result<(u64, Lease), Refusal> {
         if self.members.binary_search(&client_id).is_err() {
-            return Err(ErrorCode::ConsumerGroupMemberNotFound);
+            return Err(Refusal::Missing(Missing::GroupMember));
         }
         let grant = self
             .grants
             .get(&partition_id)
             .filter(|grant| serves(&grant.ownership, client_id))
-            .ok_or(ErrorCode::ConsumerGroupPartitionNotOwned)?;
+            .ok_or(Refusal::NotOwned)?;
         Ok((self.generation, Lease::begin(&grant.flight)))
     }
 

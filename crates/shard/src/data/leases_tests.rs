@@ -4,10 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use proto::ErrorCode;
-
 use super::*;
 use crate::data::{GroupConfig, GroupRuntime};
+use crate::refusal::{Missing, Refusal};
 
 const CONFIG: GroupConfig = GroupConfig {
     rebalancing_timeout_us: 30_000_000,
@@ -50,7 +49,7 @@ fn a_poll_counts_itself_until_dropped_and_notes_what_it_served() {
     let view = current(&views, KEY);
     assert!(matches!(
         view.check(8, 0),
-        Err(ErrorCode::ConsumerGroupMemberNotFound)
+        Err(Refusal::Missing(Missing::GroupMember))
     ));
     let (generation, lease) = view.check(7, 1).unwrap();
     assert_eq!(generation, group.generation());

@@ -2,7 +2,6 @@
 //! task's [`segment::offsets::ConsumerOffsets`], with the reference refusals: `4100` for an
 //! offset past the head or on an empty partition, `3021` for deleting nothing, `3007`, `5000`.
 
-use proto::ErrorCode;
 use proto::commands::offsets::{ConsumerOffset, OffsetSelector};
 use segment::offsets::OffsetOwner;
 use segment::storage::Storage;
@@ -10,6 +9,7 @@ use segment::storage::Storage;
 use super::resolve::{offset_owner, resolve_topic};
 use super::{DataError, DataPlane, PartitionHandle, PartitionKey};
 use crate::metadata::Metadata;
+use crate::refusal::{Invalid, Missing, Refusal};
 
 /// An offset write ready to run.
 #[derive(Debug, Clone)]
@@ -26,11 +26,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         &self,
         metadata: &Metadata,
         selector: &OffsetSelector,
-    ) -> Result<Option<ConsumerOffset>, ErrorCode> {
+    ) -> Result<Option<ConsumerOffset>, Refusal> {
         let target = match self.resolve_offset(metadata, selector) {
             Ok(target) => target,
-            Err(ErrorCode::ConsumerGroupIdNotFound) => return Ok(None),
-            Err(code) => return Err(code),
+            Err(Refusal::Missing(Missing::Group)) => return Ok(None),
+            Err(refusal) => return Err(refusal),
         };
         Ok(target
             .handle
@@ -48,11 +48,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         metadata: &Metadata,
         selector: &OffsetSelector,
         offset: u64,
-    ) -> Result<OffsetRequest, ErrorCode> {
+    ) -> Result<OffsetRequest, Refusal> {
         let target = self.resolve_offset(metadata, selector)?;
         let stats = target.handle.stats();
         if stats.is_empty() || offset > stats.current_offset {
-            return Err(ErrorCode::InvalidOffset);
+            return Err(Refusal::Invalid(Invalid::Offset));
         }
         Ok(target)
     }
@@ -62,10 +62,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         &self,
         metadata: &Metadata,
         selector: &OffsetSelector,
-    ) -> Result<OffsetRequest, ErrorCode> {
+    ) -> Result<OffsetRequest, Refusal> {
         let target = self.resolve_offset(metadata, selector)?;
         if target.handle.stored_offset(target.owner).is_none() {
-            return Err(ErrorCode::ConsumerOffsetNotFound);
+            return Err(Refusal::Missing(Missing::ConsumerOffset));
         }
         Ok(target)
     }
@@ -102,7 +102,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         &self,
         metadata: &Metadata,
         selector: &OffsetSelector,
-    ) -> Result<OffsetRequest, ErrorCode> {
+    ) -> Result<OffsetRequest, Refusal> {
         let (stream_id, topic) = resolve_topic(metadata, &selector.stream_id, &selector.topic_id)?;
         let owner = offset_owner(topic, &selector.consumer)?;
         let key = PartitionKey {
@@ -111,9 +111,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             partition_id: selector.partition.0.unwrap_or(0),
         };
         if !topic.partitions.contains_key(&key.partition_id) {
-            return Err(ErrorCode::PartitionNotFound);
+            return Err(Refusal::Missing(Missing::Partition));
         }
-        let handle = self.partition(key).ok_or(ErrorCode::PartitionNotFound)?;
+        let handle = self
+            .partition(key)
+            .ok_or(Refusal::Missing(Missing::Partition))?;
         Ok(OffsetRequest { key, handle, owner })
     }
 }

@@ -3,7 +3,6 @@
 //! parking until enough messages arrive, the wait runs out or the request is cancelled.
 
 use proto::Dialect;
-use proto::ErrorCode;
 use proto::codec::{Writer, encode_to_vec};
 use proto::commands::messages::{PolledMessages, poll_head_length};
 use proto::commands::poll_selector::PollSelector;
@@ -20,6 +19,7 @@ use super::resolve::{offset_owner, resolve_group, resolve_topic};
 use super::signal::{Cancel, race};
 use super::{DataError, DataPlane, GroupKey, PartitionHandle, PartitionKey};
 use crate::metadata::{Metadata, Topic};
+use crate::refusal::{Missing, Refusal, Unavailable};
 
 /// Where a read starts for `strategy`, given the consumer's stored offset: Next is the
 /// stored offset + 1, or 0 when none is stored.
@@ -50,15 +50,15 @@ pub struct PollRequest<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollRefusal {
     /// Refuse through the header status.
-    Status(ErrorCode),
+    Status(Refusal),
     /// Answer an empty poll naming this partition (0.11.0 re-sync sentinel `u32::MAX`, or
     /// partition 0 for a group poll without a partition).
     Empty { partition_id: u32 },
 }
 
-impl From<ErrorCode> for PollRefusal {
-    fn from(code: ErrorCode) -> Self {
-        Self::Status(code)
+impl From<Refusal> for PollRefusal {
+    fn from(refusal: Refusal) -> Self {
+        Self::Status(refusal)
     }
 }
 
@@ -143,7 +143,7 @@ pub struct FetchPlan {
 #[derive(Debug, Clone)]
 pub struct FetchTargetPlan {
     pub partition_id: u32,
-    pub plan: Result<PollPlan, ErrorCode>,
+    pub plan: Result<PollPlan, Refusal>,
     /// The per-target record budget.
     pub max_bytes: u64,
 }
@@ -158,10 +158,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let selector = request.selector;
         let (stream_id, topic) = resolve_topic(metadata, &selector.stream_id, &selector.topic_id)?;
         let group = match selector.consumer.kind {
-            ConsumerKind::ExternalGroup => return Err(ErrorCode::FeatureUnavailable.into()),
+            ConsumerKind::ExternalGroup => {
+                return Err(Refusal::Unavailable(Unavailable::Feature).into());
+            }
             ConsumerKind::ConsumerGroup => Some(
                 resolve_group(topic, &selector.consumer.id)
-                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)?,
+                    .ok_or(Refusal::Missing(Missing::Group))?,
             ),
             ConsumerKind::Consumer => None,
         };
@@ -181,7 +183,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             None if request.dialect == Dialect::V0_12_2
                 && request.context.owner_generation != 0 =>
             {
-                return Err(ErrorCode::ConsumerGroupPartitionNotOwned.into());
+                return Err(Refusal::NotOwned.into());
             }
             None => (0, None),
         };
@@ -222,9 +224,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         request: &PollRequest<'_>,
     ) -> Result<(u64, Lease), PollRefusal> {
         let checked = self.lease_group_poll(key, request.client_id, partition_id);
-        checked.map_err(|code| match (request.dialect, code) {
-            (Dialect::V0_11_0, ErrorCode::ConsumerGroupIdNotFound) | (Dialect::V0_12_2, _) => {
-                PollRefusal::Status(code)
+        checked.map_err(|refusal| match (request.dialect, refusal) {
+            (Dialect::V0_11_0, Refusal::Missing(Missing::Group)) | (Dialect::V0_12_2, _) => {
+                PollRefusal::Status(refusal)
             }
             (Dialect::V0_11_0, _) => PollRefusal::Empty {
                 partition_id: PolledMessages::RESYNC_PARTITION,
@@ -240,15 +242,17 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         topic: &Topic,
         key: PartitionKey,
         stamped_incarnation: u64,
-    ) -> Result<PollPlan, ErrorCode> {
+    ) -> Result<PollPlan, Refusal> {
         let partition = topic
             .partitions
             .get(&key.partition_id)
-            .ok_or(ErrorCode::PartitionNotFound)?;
+            .ok_or(Refusal::Missing(Missing::Partition))?;
         if stamped_incarnation != 0 && stamped_incarnation != partition.incarnation {
-            return Err(ErrorCode::HistoryUnavailable);
+            return Err(Refusal::Unavailable(Unavailable::History));
         }
-        let handle = self.partition(key).ok_or(ErrorCode::PartitionNotFound)?;
+        let handle = self
+            .partition(key)
+            .ok_or(Refusal::Missing(Missing::Partition))?;
         Ok(PollPlan {
             key,
             handle,

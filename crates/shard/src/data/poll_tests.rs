@@ -4,13 +4,13 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use proto::ErrorCode;
 use proto::commands::messages::{FetchMessages, FetchTarget};
 use proto::primitives::{ConsumerKind, PollingStrategy};
 use segment::storage::memory::MemoryStorage;
 
 use super::*;
 use crate::data::tests::{metadata, plane, poll_selector, request, runtime, send};
+use crate::refusal::{Missing, Refusal};
 
 #[test]
 fn deferred_poll_wakes_on_append_times_out_and_cancels() {
@@ -101,7 +101,7 @@ fn fetch_reads_sections_within_the_totals() {
         assert_eq!(fetched.sections[0].next_offset, 4);
         assert_eq!(
             fetched.sections[2].status,
-            ErrorCode::PartitionNotFound.as_u32()
+            Refusal::Missing(Missing::Partition).code().as_u32()
         );
         let body = fetched.encode();
         let decoded = proto::codec::decode_exact::<proto::commands::messages::FetchedMessages<'_>>(

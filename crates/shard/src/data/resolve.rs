@@ -2,11 +2,11 @@
 //! identifiers, consumer-group identifiers and consumer offset slots (PROTOCOL.md §3.1,
 //! §3.2, §4.5).
 
-use proto::ErrorCode;
 use proto::primitives::{Consumer, ConsumerKind, Identifier};
 use segment::offsets::OffsetOwner;
 
 use crate::metadata::{Metadata, Topic};
+use crate::refusal::{Missing, Refusal};
 
 /// The stream id and the topic named by a request. Unknown stream: `1009` (by id) or `1010`
 /// (by name); unknown topic: `2010` / `2011`.
@@ -14,7 +14,7 @@ pub fn resolve_topic<'m>(
     metadata: &'m Metadata,
     stream: &Identifier,
     topic: &Identifier,
-) -> Result<(u32, &'m Topic), ErrorCode> {
+) -> Result<(u32, &'m Topic), Refusal> {
     let stream = match stream {
         Identifier::Numeric(id) => metadata.streams.get(id),
         Identifier::Name(name) => metadata
@@ -23,8 +23,8 @@ pub fn resolve_topic<'m>(
             .find(|stream| stream.name == name.as_str()),
     }
     .ok_or(match stream {
-        Identifier::Numeric(_) => ErrorCode::StreamIdNotFound,
-        Identifier::Name(_) => ErrorCode::StreamNameNotFound,
+        Identifier::Numeric(_) => Refusal::Missing(Missing::Stream),
+        Identifier::Name(_) => Refusal::Missing(Missing::StreamName),
     })?;
     let found = match topic {
         Identifier::Numeric(id) => stream.topics.get(id),
@@ -34,8 +34,8 @@ pub fn resolve_topic<'m>(
             .find(|topic| topic.name == name.as_str()),
     };
     let topic_missing = match topic {
-        Identifier::Numeric(_) => ErrorCode::TopicIdNotFound,
-        Identifier::Name(_) => ErrorCode::TopicNameNotFound,
+        Identifier::Numeric(_) => Refusal::Missing(Missing::Topic),
+        Identifier::Name(_) => Refusal::Missing(Missing::TopicName),
     };
     found.map(|topic| (stream.id, topic)).ok_or(topic_missing)
 }
@@ -61,13 +61,13 @@ pub fn consumer_slot(id: &Identifier) -> u32 {
 }
 
 /// Whose offset a consumer reference names; an unknown group is `5000`.
-pub fn offset_owner(topic: &Topic, consumer: &Consumer) -> Result<OffsetOwner, ErrorCode> {
+pub fn offset_owner(topic: &Topic, consumer: &Consumer) -> Result<OffsetOwner, Refusal> {
     match consumer.kind {
         ConsumerKind::Consumer => Ok(OffsetOwner::Consumer(consumer_slot(&consumer.id))),
         ConsumerKind::ConsumerGroup | ConsumerKind::ExternalGroup => {
             resolve_group(topic, &consumer.id)
                 .map(OffsetOwner::Group)
-                .ok_or(ErrorCode::ConsumerGroupIdNotFound)
+                .ok_or(Refusal::Missing(Missing::Group))
         }
     }
 }

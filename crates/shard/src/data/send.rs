@@ -2,7 +2,6 @@
 //! topic, explicit id, or `xxh32(key) % partitions_count`), the send checks of §5.5, and the
 //! append through the partition task, which applies idempotent-producer dedupe.
 
-use proto::ErrorCode;
 use proto::batch::Producer;
 use proto::commands::messages::{Confirmation, SendConfirmations, SendMessages};
 use proto::primitives::Partitioning;
@@ -12,6 +11,7 @@ use segment::storage::Storage;
 use super::resolve::resolve_topic;
 use super::{DataError, DataPlane, PartitionError, PartitionHandle, PartitionKey};
 use crate::metadata::Metadata;
+use crate::refusal::{Invalid, Limit, Missing, Refusal, StorageFault, Unavailable};
 
 /// A send ready to run.
 #[derive(Debug, Clone)]
@@ -29,18 +29,18 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         metadata: &Metadata,
         request: &SendMessages<'_>,
         stamped_incarnation: u64,
-    ) -> Result<SendPlan, ErrorCode> {
+    ) -> Result<SendPlan, Refusal> {
         let (stream_id, topic) = resolve_topic(metadata, &request.stream_id, &request.topic_id)?;
         let batch = &request.batch;
         if batch.message_count() == 0 {
-            return Err(ErrorCode::InvalidMessagesCount);
+            return Err(Refusal::Invalid(Invalid::MessagesCount));
         }
         if batch.messages().any(|message| message.payload.is_empty()) {
-            return Err(ErrorCode::InvalidMessagePayloadLength);
+            return Err(Refusal::Invalid(Invalid::PayloadLength));
         }
         let producer = batch.producer();
         if producer.is_some() && !matches!(request.partitioning, Partitioning::PartitionId(_)) {
-            return Err(ErrorCode::ProducerPartitionRequired);
+            return Err(Refusal::Invalid(Invalid::ProducerPartitioning));
         }
         let partitions_count = u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX);
         let balanced = match request.partitioning {
@@ -50,7 +50,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let chosen = request
             .partitioning
             .resolve(partitions_count, balanced)
-            .ok_or(ErrorCode::PartitionNotFound)?;
+            .ok_or(Refusal::Missing(Missing::Partition))?;
         let partition = match request.partitioning {
             Partitioning::PartitionId(_) => topic.partitions.get(&chosen),
             Partitioning::Balanced | Partitioning::MessagesKey(_) => {
@@ -58,16 +58,18 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 topic.partitions.values().nth(index)
             }
         }
-        .ok_or(ErrorCode::PartitionNotFound)?;
+        .ok_or(Refusal::Missing(Missing::Partition))?;
         if stamped_incarnation != 0 && stamped_incarnation != partition.incarnation {
-            return Err(ErrorCode::HistoryUnavailable);
+            return Err(Refusal::Unavailable(Unavailable::History));
         }
         let key = PartitionKey {
             stream_id,
             topic_id: topic.id,
             partition_id: partition.id,
         };
-        let handle = self.partition(key).ok_or(ErrorCode::PartitionNotFound)?;
+        let handle = self
+            .partition(key)
+            .ok_or(Refusal::Missing(Missing::Partition))?;
         Ok(SendPlan {
             key,
             handle,
@@ -101,25 +103,25 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 }
 
 impl DataError {
-    /// The status a client should see: the producer refusal codes of §5.5 as they are, a
-    /// quarantined partition as `4010`, a stored record that fails its checksums as `4011`,
-    /// too many offsets as `3024`, everything else (I/O, a full disk) as the generic
-    /// `1 Error`.
-    pub fn code(&self) -> ErrorCode {
+    /// What a client should be told: the producer refusals of §5.5 as they are, a
+    /// quarantined partition as unable to append, a stored record that fails its checksums
+    /// as unreadable, too many offsets as a limit, everything else (I/O, a full disk) as
+    /// an internal error.
+    pub fn refusal(&self) -> Refusal {
         match self {
             Self::Partition {
-                source: PartitionError::Producer(code),
+                source: PartitionError::Producer(producer),
                 ..
-            } => *code,
+            } => Refusal::Producer(*producer),
             Self::Partition {
                 source: PartitionError::Append(AppendError::Invalid(_)),
                 ..
-            } => ErrorCode::InvalidCommand,
+            } => Refusal::Malformed,
             Self::Partition {
                 source: PartitionError::OffsetsLimit,
                 ..
-            } => ErrorCode::TooManyConsumerOffsets,
-            Self::NotOwner => ErrorCode::ConsumerGroupPartitionNotOwned,
+            } => Refusal::Limit(Limit::ConsumerOffsets),
+            Self::NotOwner => Refusal::NotOwned,
             // The partition is quarantined (damage found at open, or a failed sync): not
             // worth a blind retry.
             Self::Partition {
@@ -130,12 +132,12 @@ impl DataError {
                         AppendError::Quarantined { .. } | AppendError::Poisoned { .. },
                     ),
                 ..
-            } => ErrorCode::CannotAppendMessage,
+            } => Refusal::Storage(StorageFault::CannotAppend),
             Self::Partition {
                 source: PartitionError::Read(ReadError::Corrupt { .. }),
                 ..
-            } => ErrorCode::CannotReadMessage,
-            _ => ErrorCode::Error,
+            } => Refusal::Storage(StorageFault::CannotRead),
+            _ => Refusal::Internal,
         }
     }
 }

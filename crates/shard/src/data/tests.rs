@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use proto::ErrorCode;
 use proto::batch::{Batch, OutgoingMessage, Producer, encode_batch};
 use proto::codec::decode_exact;
 use proto::commands::messages::{PolledMessages, SendMessages};
@@ -19,6 +18,7 @@ use segment::storage::memory::MemoryStorage;
 
 use super::*;
 use crate::metadata::{ConsumerGroup, Partition, Stream, TopicSettings};
+use crate::refusal::{Invalid, Missing, Refusal, StorageFault, Unavailable};
 use proto::primitives::OptionsBlock;
 
 pub(crate) fn metadata(partitions: u32, groups: &[u32]) -> Metadata {
@@ -210,7 +210,7 @@ fn send_poll_auto_commit_and_offsets() {
 
         assert_eq!(
             plane.plan_store_offset(&meta, &offsets, 6).err(),
-            Some(ErrorCode::InvalidOffset)
+            Some(Refusal::Invalid(Invalid::Offset))
         );
         let store = plane.plan_store_offset(&meta, &offsets, 5).unwrap();
         plane.store_offset(&store, 5).await.unwrap();
@@ -218,13 +218,13 @@ fn send_poll_auto_commit_and_offsets() {
         assert!(plane.delete_offset(&delete).await.unwrap());
         assert_eq!(
             plane.plan_delete_offset(&meta, &offsets).err(),
-            Some(ErrorCode::ConsumerOffsetNotFound)
+            Some(Refusal::Missing(Missing::ConsumerOffset))
         );
         let mut empty_partition = offsets.clone();
         empty_partition.partition = OptionalPartition(Some(9));
         assert_eq!(
             plane.get_offset(&meta, &empty_partition),
-            Err(ErrorCode::PartitionNotFound)
+            Err(Refusal::Missing(Missing::Partition))
         );
         plane.purge(0, Some(0)).await.unwrap();
         assert_eq!(plane.totals(None, None).messages_count, 0);
@@ -246,11 +246,11 @@ fn send_refusals_and_key_partitioning() {
         };
         assert_eq!(
             refused(Partitioning::PartitionId(3), 0),
-            Some(ErrorCode::PartitionNotFound)
+            Some(Refusal::Missing(Missing::Partition))
         );
         assert_eq!(
             refused(Partitioning::PartitionId(1), 9),
-            Some(ErrorCode::HistoryUnavailable)
+            Some(Refusal::Unavailable(Unavailable::History))
         );
         assert_eq!(refused(Partitioning::PartitionId(1), 2), None);
         let key_bytes = proto::codec::ShortBytes::new(b"key".to_vec()).unwrap();
@@ -272,7 +272,7 @@ fn send_refusals_and_key_partitioning() {
         let balanced = send_request(&with_producer, Partitioning::Balanced);
         assert_eq!(
             plane.plan_send(&meta, &balanced, 0).err(),
-            Some(ErrorCode::ProducerPartitionRequired)
+            Some(Refusal::Invalid(Invalid::ProducerPartitioning))
         );
     });
 }
@@ -294,7 +294,7 @@ fn group_polls_check_membership_and_ownership() {
         let refusal = plane.plan_poll(&meta, &request(&selector, 5)).err();
         assert_eq!(
             refusal,
-            Some(PollRefusal::Status(ErrorCode::ConsumerGroupMemberNotFound))
+            Some(PollRefusal::Status(Refusal::Missing(Missing::GroupMember)))
         );
         let mut legacy = request(&selector, 5);
         legacy.dialect = Dialect::V0_11_0;
@@ -313,9 +313,7 @@ fn group_polls_check_membership_and_ownership() {
         assert_eq!(assigned, Some(vec![1]));
         assert_eq!(
             plane.plan_poll(&meta, &request(&selector, 5)).err(),
-            Some(PollRefusal::Status(
-                ErrorCode::ConsumerGroupPartitionNotOwned
-            ))
+            Some(PollRefusal::Status(Refusal::NotOwned))
         );
         let plan = plane.plan_poll(&meta, &request(&selector, 6)).unwrap();
         assert_eq!(
@@ -403,7 +401,11 @@ fn a_quarantined_partition_refuses_sends_while_its_sibling_serves() {
         plane.open_all(&meta).await.unwrap();
         assert_eq!(plane.quarantined(), [key(0)]);
         let refused = send_to(&plane, &meta, 0, 1).await.unwrap_err();
-        assert_eq!(refused.code(), ErrorCode::CannotAppendMessage, "{refused}");
+        assert_eq!(
+            refused.refusal(),
+            Refusal::Storage(StorageFault::CannotAppend),
+            "{refused}"
+        );
         assert_eq!(
             poll_all(&plane, &meta, 0).await,
             2,
@@ -444,7 +446,7 @@ fn a_stored_record_that_fails_its_checksums_is_refused_when_validate_checksum_is
                 }
                 Err(error) => {
                     assert!(validate_checksum, "refused though unchecked: {error}");
-                    assert_eq!(error.code(), ErrorCode::CannotReadMessage);
+                    assert_eq!(error.refusal(), Refusal::Storage(StorageFault::CannotRead));
                 }
             }
         });

@@ -7,7 +7,6 @@
 //! the handler answers it with its not-found code, as the reference server does.
 //! `tests/authorize_tests.rs` walks every code against a model written separately.
 
-use proto::ErrorCode;
 use proto::codes::CommandCode;
 use proto::commands::Request;
 use proto::commands::system::ResourceTarget;
@@ -15,6 +14,7 @@ use proto::primitives::Identifier;
 
 use crate::metadata::permissions as allow;
 use crate::metadata::{Metadata, User};
+use crate::refusal::Refusal;
 
 /// What a command asks of its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +166,7 @@ pub struct Resolved {
 
 /// `Ok` when `user` may send `request`, else `41 Unauthorized`. A stream, topic or user the
 /// request names that does not exist passes: the handler answers it with its not-found code.
-pub fn authorize(metadata: &Metadata, user: &User, request: &Request<'_>) -> Result<(), ErrorCode> {
+pub fn authorize(metadata: &Metadata, user: &User, request: &Request<'_>) -> Result<(), Refusal> {
     let resolved = match target(request) {
         Target::Nothing => Some(Resolved::default()),
         Target::Stream(stream) => metadata.stream(stream).ok().map(|stream| Resolved {

@@ -5,7 +5,6 @@
 //! Refusals go through [`Outcome::rejected`]: in the result section for result-framed
 //! operations, in the header `status` for reads, mapped to a code the client's dialect knows.
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::header::{Operation, RequestHeader};
 
@@ -14,6 +13,7 @@ use crate::data::{DataPlane, PartitionKey};
 use crate::metadata::responses::{PartitionFigures, PartitionStats};
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::outcome::{Outcome, ReplyValue};
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 /// What a metadata handler needs of the request besides its body.
@@ -33,8 +33,8 @@ impl Call {
     }
 
     /// The refusal of this call with `code`, at the current commit.
-    pub(super) fn reject(&self, server: &Server, code: ErrorCode) -> Outcome {
-        Outcome::rejected(self.operation, code, server.commit_number())
+    pub(super) fn reject(&self, server: &Server, refusal: Refusal) -> Outcome {
+        Outcome::rejected(self.operation, refusal, server.commit_number())
     }
 
     /// A successful answer carrying `payload` (behind a result section where framed).
@@ -44,18 +44,18 @@ impl Call {
 
     /// The calling user as the metadata knows it now. A session whose user was deleted
     /// acts as nobody: `40 Unauthenticated`.
-    pub(super) fn actor<'m>(&self, metadata: &'m Metadata) -> Result<&'m User, ErrorCode> {
+    pub(super) fn actor<'m>(&self, metadata: &'m Metadata) -> Result<&'m User, Refusal> {
         self.user_id
             .and_then(|id| metadata.users.get(&id))
-            .ok_or(ErrorCode::Unauthenticated)
+            .ok_or(Refusal::Unauthenticated)
     }
 
     /// Runs `check` against the metadata as it is now, as the calling user.
     pub(super) fn validate<T>(
         &self,
         server: &Server,
-        check: impl FnOnce(&Metadata, &User) -> Result<T, ErrorCode>,
-    ) -> Result<T, ErrorCode> {
+        check: impl FnOnce(&Metadata, &User) -> Result<T, Refusal>,
+    ) -> Result<T, Refusal> {
         let metadata = server.metadata.borrow();
         self.actor(&metadata)
             .and_then(|actor| check(&metadata, actor))
@@ -65,7 +65,7 @@ impl Call {
     pub(super) async fn commit_checked(
         &self,
         server: &Server,
-        check: impl FnOnce(&Metadata, &User) -> Result<MetadataOp, ErrorCode>,
+        check: impl FnOnce(&Metadata, &User) -> Result<MetadataOp, Refusal>,
     ) -> Outcome {
         let op = self.validate(server, check);
         self.commit(server, op, |_, _| Some(Empty)).await
@@ -76,15 +76,15 @@ impl Call {
     pub(super) async fn commit<T: ReplyValue + 'static>(
         &self,
         server: &Server,
-        op: Result<MetadataOp, ErrorCode>,
+        op: Result<MetadataOp, Refusal>,
         payload: impl FnOnce(&Metadata, &DataFigures<'_>) -> Option<T>,
     ) -> Outcome {
         let op = match op {
             Ok(op) => op,
-            Err(code) => return self.reject(server, code),
+            Err(refusal) => return self.reject(server, refusal),
         };
-        if let Err(code) = server.commit(op).await {
-            return self.reject(server, code);
+        if let Err(refusal) = server.commit(op).await {
+            return self.reject(server, refusal);
         }
         let built = {
             let metadata = server.metadata.borrow();
@@ -93,7 +93,7 @@ impl Call {
         match built {
             Some(reply) => self.answer(server, reply),
             // The op applied, so what it created exists; a miss is a bug, not the client's.
-            None => self.reject(server, ErrorCode::Error),
+            None => self.reject(server, Refusal::Internal),
         }
     }
 }

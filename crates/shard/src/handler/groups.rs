@@ -2,7 +2,6 @@
 //! (create/delete go through `server.commit`); membership, assignment and generations live in
 //! the data plane's [`crate::data::GroupRuntime`]s, keyed by the header's VSR client id.
 
-use proto::ErrorCode;
 use proto::codec::WireName;
 use proto::commands::Empty;
 use proto::commands::Request;
@@ -17,6 +16,7 @@ use crate::connection::Connection;
 use crate::data::{DataPlane, GroupKey, GroupRuntime, resolve_group, resolve_topic};
 use crate::metadata::{Metadata, MetadataOp};
 use crate::outcome::{Body, Outcome};
+use crate::refusal::{Missing, Refusal, Taken};
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -67,17 +67,17 @@ pub(crate) async fn handle(
                         .await
                         .map(|_| Body::Value(Box::new(Empty)))
                 }
-                Err(code) => Err(code),
+                Err(refusal) => Err(refusal),
             }
         }
         request @ (Request::JoinConsumerGroup(_)
         | Request::LeaveConsumerGroup(_)
         | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, now),
-        _ => Err(ErrorCode::InvalidCommand),
+        _ => Err(Refusal::Malformed),
     };
     match result {
         Ok(body) => Outcome::with_body(operation, body, commit),
-        Err(code) => Outcome::refused(operation, code, commit),
+        Err(refusal) => Outcome::refused(operation, refusal, commit),
     }
 }
 
@@ -87,7 +87,7 @@ fn membership(
     request: Request<'_>,
     client_id: u128,
     now: u64,
-) -> Result<Body, ErrorCode> {
+) -> Result<Body, Refusal> {
     match request {
         Request::JoinConsumerGroup(join) => {
             let key = {
@@ -98,7 +98,7 @@ fn membership(
                 server
                     .data
                     .change_group(key, |group| group.join(client_id, now))
-                    .ok_or(ErrorCode::ConsumerGroupIdNotFound)
+                    .ok_or(Refusal::Missing(Missing::Group))
                     .map(|_| Body::Value(Box::new(Empty)))
             })
         }
@@ -116,7 +116,7 @@ fn membership(
                 server
                     .data
                     .change_group(key, |group| group.leave(client_id, now))
-                    .unwrap_or(Err(ErrorCode::ConsumerGroupIdNotFound))
+                    .unwrap_or(Err(Refusal::Missing(Missing::Group)))
                     .map(|()| Body::Value(Box::new(Empty)))
             })
         }
@@ -139,7 +139,7 @@ fn membership(
                 assignment.map_or(Body::Empty, |reply| Body::Value(Box::new(reply)))
             })
         }
-        _ => Err(ErrorCode::InvalidCommand),
+        _ => Err(Refusal::Malformed),
     }
 }
 
@@ -150,7 +150,7 @@ fn group_key(
     stream: &Identifier,
     topic: &Identifier,
     group: &Identifier,
-) -> Result<Result<GroupKey, ErrorCode>, ErrorCode> {
+) -> Result<Result<GroupKey, Refusal>, Refusal> {
     let (stream_id, topic) = resolve_topic(metadata, stream, topic)?;
     Ok(resolve_group(topic, group)
         .map(|group_id| GroupKey {
@@ -158,7 +158,7 @@ fn group_key(
             topic_id: topic.id,
             group_id,
         })
-        .ok_or(ErrorCode::ConsumerGroupIdNotFound))
+        .ok_or(Refusal::Missing(Missing::Group)))
 }
 
 fn details(metadata: &Metadata, data: &DataPlane, key: GroupKey) -> Option<ConsumerGroupDetails> {
@@ -193,7 +193,7 @@ fn list_groups(
     data: &DataPlane,
     stream: &Identifier,
     topic: &Identifier,
-) -> Result<ConsumerGroups, ErrorCode> {
+) -> Result<ConsumerGroups, Refusal> {
     let (stream_id, topic) = resolve_topic(metadata, stream, topic)?;
     let groups = topic
         .groups
@@ -215,7 +215,7 @@ async fn create_group(
     stream: &Identifier,
     topic: &Identifier,
     name: &WireName,
-) -> Result<Body, ErrorCode> {
+) -> Result<Body, Refusal> {
     let op = {
         let metadata = server.metadata.borrow();
         let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
@@ -224,7 +224,7 @@ async fn create_group(
             .values()
             .any(|group| group.name == name.as_str())
         {
-            return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
+            return Err(Refusal::Taken(Taken::GroupName));
         }
         MetadataOp::CreateConsumerGroup {
             stream_id,
@@ -241,7 +241,7 @@ async fn create_group(
         ..
     } = op
     else {
-        return Err(ErrorCode::Error);
+        return Err(Refusal::Internal);
     };
     server.commit(op.clone()).await?;
     let metadata = server.metadata.borrow();
@@ -250,6 +250,6 @@ async fn create_group(
         topic_id,
         group_id: id,
     };
-    let details = details(&metadata, &server.data, key).ok_or(ErrorCode::Error)?;
+    let details = details(&metadata, &server.data, key).ok_or(Refusal::Internal)?;
     Ok(Body::Value(Box::new(details)))
 }

@@ -5,7 +5,6 @@
 //! Parked requests (106, 109) register with [`Server::park`] under (client id, request
 //! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
-use proto::ErrorCode;
 use proto::commands::Request;
 use proto::header::{Operation, PartitionContext, RequestHeader};
 use proto::primitives::Identifier;
@@ -15,6 +14,7 @@ use crate::data::{PollRefusal, PollRequest, Polled};
 use crate::metadata::User;
 use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 /// Budget of a `POLL_MESSAGES` (100) reply, which carries none of its own.
@@ -29,7 +29,7 @@ pub(crate) fn check_topic_access(
     stream: &Identifier,
     topic: &Identifier,
     allowed: fn(&User, u32, u32) -> bool,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     let metadata = server.metadata.borrow();
     let Ok((stream, topic)) = metadata.topic(stream, topic) else {
         return Ok(());
@@ -37,7 +37,7 @@ pub(crate) fn check_topic_access(
     let user = connection
         .user_id()
         .and_then(|id| metadata.users.get(&id))
-        .ok_or(ErrorCode::Unauthenticated)?;
+        .ok_or(Refusal::Unauthenticated)?;
     permissions::require(allowed(user, stream.id, topic.id))
 }
 
@@ -58,13 +58,13 @@ pub(crate) async fn handle(
     let dialect = connection.dialect;
     let number = header.request.get();
     let access = check_access(server, connection, &request);
-    if let Err(code) = access {
-        return Outcome::refused(operation, code, commit);
+    if let Err(refusal) = access {
+        return Outcome::refused(operation, refusal, commit);
     }
     match request {
         Request::SendMessages(send) => {
-            if let Err(code) = check_producer(server, connection, &send) {
-                return Outcome::refused(operation, code, commit);
+            if let Err(refusal) = check_producer(server, connection, &send) {
+                return Outcome::refused(operation, refusal, commit);
             }
             send_messages(server, operation, commit, &send, context.incarnation).await
         }
@@ -95,7 +95,7 @@ pub(crate) async fn handle(
             let _replies = connection.replies.acquire(u64::from(fetch.max_bytes)).await;
             fetch_messages(server, operation, commit, &fetch, client_id, number).await
         }
-        _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+        _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
 }
 
@@ -104,7 +104,7 @@ fn check_access(
     server: &Server,
     connection: &Connection,
     request: &Request<'_>,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     match request {
         Request::SendMessages(send) => check_topic_access(
             server,
@@ -150,7 +150,7 @@ fn check_producer(
     server: &Server,
     connection: &Connection,
     send: &proto::commands::messages::SendMessages<'_>,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     let (Some(producer), Some(user_id)) = (send.batch.producer(), connection.user_id()) else {
         return Ok(());
     };
@@ -163,7 +163,7 @@ fn check_producer(
                 connection.client_number,
                 producer.producer_id
             );
-            Err(ErrorCode::Unauthorized)
+            Err(Refusal::Forbidden)
         }
         _ => Ok(()),
     }
@@ -187,12 +187,12 @@ async fn fetch_messages(
     };
     let plan = match plan {
         Ok(plan) => plan,
-        Err(code) => return Outcome::refused(operation, code, commit),
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
     };
     let parked = server.park(client_id, number);
     match server.data.fetch(&plan, &parked.cancel).await {
         Ok(fetched) => Outcome::encoded(operation, fetched.encode(), Vec::new(), commit),
-        Err(error) => Outcome::refused(operation, error.code(), commit),
+        Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
 }
 
@@ -210,7 +210,7 @@ async fn send_messages(
     };
     let plan = match plan {
         Ok(plan) => plan,
-        Err(code) => return Outcome::refused(operation, code, commit),
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
     };
     match server
         .data
@@ -218,7 +218,7 @@ async fn send_messages(
         .await
     {
         Ok(confirmations) => Outcome::value(operation, confirmations, commit),
-        Err(error) => Outcome::refused(operation, error.code(), commit),
+        Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
 }
 
@@ -237,7 +237,7 @@ async fn poll(
     };
     let plan = match plan {
         Ok(plan) => plan,
-        Err(PollRefusal::Status(code)) => return Outcome::refused(operation, code, commit),
+        Err(PollRefusal::Status(refusal)) => return Outcome::refused(operation, refusal, commit),
         Err(PollRefusal::Empty { partition_id }) => {
             let body = Polled::empty(partition_id).encode(request.dialect);
             return Outcome::encoded(operation, body, Vec::new(), commit);
@@ -258,6 +258,6 @@ async fn poll(
             let (head, records) = polled.into_head_and_records(request.dialect);
             Outcome::encoded(operation, head, records, commit)
         }
-        Err(error) => Outcome::refused(operation, error.code(), commit),
+        Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
 }

@@ -18,12 +18,13 @@ use proto::commands::users::{ChangePassword, CreateUser, GetUser, UserStatus};
 use proto::commands::{Empty, Reply, ReplyOutcome, Request};
 use proto::header::RequestHeader;
 use proto::primitives::{Identifier, OptionsBlock, TlvEntry};
-use proto::{Codec, Dialect, ErrorCode};
+use proto::{Codec, Dialect};
 
 use crate::connection::{BoundSession, Connection, TransportKind};
 use crate::metadata::Metadata;
 use crate::metadata::auth::hash_password;
 use crate::outcome::Outcome;
+use crate::refusal::{Missing, Protected, Refusal, Taken};
 use crate::server::{Server, ServerInfo};
 
 const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
@@ -92,9 +93,9 @@ async fn call<T: for<'a> Codec<'a>>(
     };
     assert_eq!(reply.operation, operation, "{code:?} echoes its operation");
     let body = reply.encode_body(connection.dialect);
-    if reply.status != 0 {
+    if reply.status_code() != 0 {
         assert!(body.is_empty());
-        return Err(reply.status);
+        return Err(reply.status_code());
     }
     let decoded = Reply::decode_body(code, operation, &body, connection.dialect);
     match decoded.unwrap() {
@@ -119,8 +120,8 @@ fn id(text: &str) -> Identifier {
     Identifier::name(text).unwrap()
 }
 
-fn code(error: ErrorCode) -> u32 {
-    error.as_u32()
+fn code(refusal: Refusal) -> u32 {
+    refusal.code().as_u32()
 }
 
 async fn root_user(server: &Server) {
@@ -156,7 +157,7 @@ fn streams_topics_and_partitions_round_trip() {
             decode(&created.unwrap().unwrap(), dialect);
         assert_eq!((details.stream.id, details.stream.topics_count), (0, 0));
         let again = call(server, &mut root, CommandCode::CreateStream, &create).await;
-        assert_eq!(again, Err(code(ErrorCode::StreamNameAlreadyExists)));
+        assert_eq!(again, Err(code(Refusal::Taken(Taken::StreamName))));
 
         let topic = create_topic("orders", "events", 2);
         let created = call(server, &mut root, CommandCode::CreateTopic, &topic).await;
@@ -215,7 +216,7 @@ fn streams_topics_and_partitions_round_trip() {
             ..segments
         };
         let refused = call(server, &mut root, CommandCode::DeleteSegments, &nowhere).await;
-        assert_eq!(refused, Err(code(ErrorCode::PartitionNotFound)));
+        assert_eq!(refused, Err(code(Refusal::Missing(Missing::Partition))));
 
         let mut rename = OptionsBlock::default();
         rename.set("name", TlvEntry::string("renamed").unwrap());
@@ -273,7 +274,7 @@ fn users_tokens_and_refusals() {
         let users = call(server, &mut alice, CommandCode::GetUsers, &Empty).await;
         assert_eq!(
             users,
-            Err(code(ErrorCode::Unauthorized)),
+            Err(code(Refusal::Forbidden)),
             "reads refuse in status"
         );
         let stream = CreateStream {
@@ -283,7 +284,7 @@ fn users_tokens_and_refusals() {
         let refused = call(server, &mut alice, CommandCode::CreateStream, &stream).await;
         assert_eq!(
             refused,
-            Err(code(ErrorCode::Unauthorized)),
+            Err(code(Refusal::Forbidden)),
             "in the result section"
         );
         let change = ChangePassword {
@@ -333,7 +334,7 @@ fn users_tokens_and_refusals() {
         let code_43 = CommandCode::DeletePersonalAccessToken;
         assert_eq!(call(server, &mut alice, code_43, &delete).await, Ok(None));
         let again = call(server, &mut alice, code_43, &delete).await;
-        assert_eq!(again, Err(code(ErrorCode::ResourceNotFound)));
+        assert_eq!(again, Err(code(Refusal::Missing(Missing::Resource))));
     });
 }
 
@@ -379,7 +380,10 @@ fn legacy_updates_and_purges_answer_result_sections() {
         let refused = call(server, &mut root, CommandCode::UpdateUser, &rename_root).await;
         assert_eq!(
             refused,
-            Err(code(ErrorCode::CannotModifyRootUser.for_dialect(dialect)))
+            Err(Refusal::Protected(Protected::RootUser)
+                .code()
+                .for_dialect(dialect)
+                .as_u32())
         );
         server.close().await.unwrap();
     });

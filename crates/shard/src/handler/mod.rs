@@ -26,13 +26,13 @@ pub(crate) mod users;
 #[cfg(test)]
 mod metadata_tests;
 
-use proto::ErrorCode;
 use proto::codes::CommandCode;
 use proto::commands::Request;
 use proto::header::RequestHeader;
 
 use crate::connection::Connection;
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 /// The command families, one handler module each.
@@ -130,9 +130,9 @@ pub(crate) async fn dispatch(
     request: Request<'_>,
 ) -> Outcome {
     let family = Family::of(request.code());
-    if let Err(code) = authorize_caller(server, connection, &request) {
+    if let Err(refusal) = authorize_caller(server, connection, &request) {
         log::info!(
-            "client {}: {:?} refused: {code:?}",
+            "client {}: {:?} refused: {refusal:?}",
             connection.client_number,
             request.code()
         );
@@ -141,9 +141,9 @@ pub(crate) async fn dispatch(
         return match family {
             // These families answer refusals in the header status, as their handlers do.
             Family::Messages | Family::Offsets | Family::Groups => {
-                Outcome::refused(operation, code, commit)
+                Outcome::refused(operation, refusal, commit)
             }
-            _ => Outcome::rejected(operation, code, commit),
+            _ => Outcome::rejected(operation, refusal, commit),
         };
     }
     // One arm per family, so wiring a family in is a one-line change.
@@ -172,7 +172,7 @@ fn authorize_caller(
     server: &Server,
     connection: &Connection,
     request: &Request<'_>,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     if authorize::action(request.code()) == authorize::Action::AnyUser {
         // Includes what an unauthenticated connection may send (PING, BIND_SESSION).
         return Ok(());
@@ -181,7 +181,7 @@ fn authorize_caller(
     let user = connection
         .user_id()
         .and_then(|id| metadata.users.get(&id))
-        .ok_or(ErrorCode::Unauthenticated)?;
+        .ok_or(Refusal::Unauthenticated)?;
     authorize::authorize(&metadata, user, request)
 }
 
@@ -189,7 +189,7 @@ fn authorize_caller(
 fn not_wired(server: &Server, header: &RequestHeader) -> Outcome {
     Outcome::refused(
         operation_of(header),
-        ErrorCode::InvalidCommand,
+        Refusal::Malformed,
         server.commit_number(),
     )
 }

@@ -2,7 +2,6 @@
 //! `DELETE_CONSUMER_OFFSET` (122), over [`crate::data::DataPlane`]. Partition-plane refusals
 //! travel in the header status (empty body), which the SDK accepts for 121/122 (§4.5).
 
-use proto::ErrorCode;
 use proto::commands::{Empty, Request};
 use proto::header::{Operation, RequestHeader};
 
@@ -10,6 +9,7 @@ use super::messages::check_topic_access;
 use crate::connection::Connection;
 use crate::metadata::permissions::can_poll;
 use crate::outcome::Outcome;
+use crate::refusal::{Missing, Refusal};
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -28,8 +28,8 @@ pub(crate) async fn handle(
     };
     if let Some(selector) = selector {
         let (stream, topic) = (&selector.stream_id, &selector.topic_id);
-        if let Err(code) = check_topic_access(server, connection, stream, topic, can_poll) {
-            return Outcome::refused(operation, code, commit);
+        if let Err(refusal) = check_topic_access(server, connection, stream, topic, can_poll) {
+            return Outcome::refused(operation, refusal, commit);
         }
     }
     match request {
@@ -40,7 +40,7 @@ pub(crate) async fn handle(
             match found {
                 Ok(Some(offset)) => Outcome::value(operation, offset, commit),
                 Ok(None) => Outcome::empty(operation, commit),
-                Err(code) => Outcome::refused(operation, code, commit),
+                Err(refusal) => Outcome::refused(operation, refusal, commit),
             }
         }
         Request::StoreConsumerOffset(store) => {
@@ -52,11 +52,11 @@ pub(crate) async fn handle(
             };
             let plan = match plan {
                 Ok(plan) => plan,
-                Err(code) => return Outcome::refused(operation, code, commit),
+                Err(refusal) => return Outcome::refused(operation, refusal, commit),
             };
             match server.data.store_offset(&plan, store.offset).await {
                 Ok(()) => Outcome::value(operation, Empty, commit),
-                Err(error) => Outcome::refused(operation, error.code(), commit),
+                Err(error) => Outcome::refused(operation, error.refusal(), commit),
             }
         }
         Request::DeleteConsumerOffset(delete) => {
@@ -66,14 +66,16 @@ pub(crate) async fn handle(
             };
             let plan = match plan {
                 Ok(plan) => plan,
-                Err(code) => return Outcome::refused(operation, code, commit),
+                Err(refusal) => return Outcome::refused(operation, refusal, commit),
             };
             match server.data.delete_offset(&plan).await {
                 Ok(true) => Outcome::value(operation, Empty, commit),
-                Ok(false) => Outcome::refused(operation, ErrorCode::ConsumerOffsetNotFound, commit),
-                Err(error) => Outcome::refused(operation, error.code(), commit),
+                Ok(false) => {
+                    Outcome::refused(operation, Refusal::Missing(Missing::ConsumerOffset), commit)
+                }
+                Err(error) => Outcome::refused(operation, error.refusal(), commit),
             }
         }
-        _ => Outcome::refused(operation, ErrorCode::InvalidCommand, commit),
+        _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
 }

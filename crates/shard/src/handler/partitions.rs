@@ -4,7 +4,6 @@
 //! log head on the data plane and is answered with operation 138: an empty body on success,
 //! the header `status` on refusal (it is not result-framed).
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::partitions::DeleteSegments;
@@ -16,6 +15,7 @@ use crate::data::PartitionKey;
 use crate::metadata::permissions::{can_manage_topic, require};
 use crate::metadata::validate;
 use crate::outcome::Outcome;
+use crate::refusal::{Missing, Refusal};
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -42,7 +42,7 @@ pub(crate) async fn handle(
             .await
         }
         Request::DeleteSegments(delete) => delete_segments(server, call, &delete).await,
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -55,7 +55,7 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
             let (stream, topic) = metadata.topic(&delete.stream_id, &delete.topic_id)?;
             require(can_manage_topic(actor, stream.id, topic.id))?;
             if !topic.partitions.contains_key(&delete.partition_id) {
-                return Err(ErrorCode::PartitionNotFound);
+                return Err(Refusal::Missing(Missing::Partition));
             }
             Ok(PartitionKey {
                 stream_id: stream.id,
@@ -65,7 +65,7 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
         });
         match target {
             Ok(key) => key,
-            Err(code) => return call.reject(server, code),
+            Err(refusal) => return call.reject(server, refusal),
         }
     };
     match server
@@ -74,10 +74,10 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
         .await
     {
         Ok(Some(_)) => call.answer(server, Empty),
-        Ok(None) => call.reject(server, ErrorCode::PartitionNotFound),
+        Ok(None) => call.reject(server, Refusal::Missing(Missing::Partition)),
         Err(error) => {
             log::error!("deleting segments of {key:?} failed: {error}");
-            call.reject(server, error.code())
+            call.reject(server, error.refusal())
         }
     }
 }

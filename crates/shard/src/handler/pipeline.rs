@@ -6,12 +6,13 @@
 use proto::codes::CommandCode;
 use proto::commands::Request;
 use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
-use proto::{DecodeError, ErrorCode, Subject};
+use proto::{DecodeError, Subject};
 
 use crate::connection::{BoundSession, ClientRecord, Connection};
 use crate::mail::{Forwarded, ShardMessage};
 use crate::metadata::auth::IdentityLost;
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 impl Server {
@@ -144,7 +145,7 @@ impl Server {
                 "client {}: unknown command code {raw}",
                 connection.client_number
             );
-            return Outcome::refused(operation, ErrorCode::InvalidCommand, commit);
+            return Outcome::refused(operation, Refusal::Malformed, commit);
         };
         let request = match Request::decode(code, body, connection.dialect) {
             Ok(request) => request,
@@ -153,7 +154,7 @@ impl Server {
                     "client {}: undecodable {code:?}: {error}",
                     connection.client_number
                 );
-                return Outcome::refused(operation, error.status(), commit);
+                return Outcome::refused(operation, Refusal::Undecodable(error), commit);
             }
         };
         if !leader && super::route::needs_leader(&request) {
@@ -216,7 +217,7 @@ fn unauthenticated(
         ) => Some(Outcome::Evict(EvictionReason::MalformedLogin)),
         (Operation::NonReplicated, _) => Some(Outcome::refused(
             operation,
-            ErrorCode::Unauthenticated,
+            Refusal::Unauthenticated,
             commit,
         )),
         _ => Some(Outcome::Evict(EvictionReason::NoSession)),

@@ -4,17 +4,18 @@
 //! A login fixes the connection's dialect from its version prefix before anything else is
 //! read; credentials failures are evictions, as the reference server answers them.
 
+use proto::Dialect;
 use proto::codec::WireName;
 use proto::commands::Request;
 use proto::commands::session::{BindSecret, BindSession, LoginReply, Secret};
 use proto::dialect::VersionPrefix;
 use proto::header::{EvictionReason, Operation, RequestHeader};
-use proto::{Dialect, ErrorCode};
 
 use super::operation_of;
 use crate::connection::{BoundSession, Connection};
 use crate::metadata::auth::{dummy_password_hash, token_digest};
 use crate::outcome::Outcome;
+use crate::refusal::{Login, Refusal};
 use crate::server::{SERVER_VERSION, Server};
 
 /// The codes of this family that arrive through dispatch (logins come through [`login`]).
@@ -39,7 +40,7 @@ pub(crate) fn handle(
         Request::LoginUser(_) | Request::LoginWithPersonalAccessToken(_) => {
             Outcome::Evict(EvictionReason::MalformedLogin)
         }
-        _ => Outcome::refused(operation_of(header), ErrorCode::InvalidCommand, commit),
+        _ => Outcome::refused(operation_of(header), Refusal::Malformed, commit),
     }
 }
 
@@ -84,8 +85,8 @@ pub(crate) async fn login(
     connection.dialect = dialect;
     let (user_id, bind_secret) = match authenticate(server, connection, credentials).await {
         Ok(identity) => identity,
-        Err(Refusal::Evict(reason)) => return evict(connection, reason, "credentials"),
-        Err(Refusal::Code(code)) => {
+        Err(LoginFailure::Evict(reason)) => return evict(connection, reason, "credentials"),
+        Err(LoginFailure::Refuse(code)) => {
             return Outcome::rejected(Operation::Register, code, server.commit_number());
         }
     };
@@ -115,9 +116,10 @@ enum Credentials {
     Token(Secret, BindSecret),
 }
 
-enum Refusal {
+/// How a failed login ends: the connection evicted (bad credentials, §1.14), or a refusal.
+enum LoginFailure {
     Evict(EvictionReason),
-    Code(ErrorCode),
+    Refuse(Refusal),
 }
 
 /// The user the credentials prove, with the bind secret to register.
@@ -125,7 +127,7 @@ async fn authenticate(
     server: &Server,
     connection: &Connection,
     credentials: Credentials,
-) -> Result<(u32, BindSecret), Refusal> {
+) -> Result<(u32, BindSecret), LoginFailure> {
     let (user, secret) = match credentials {
         Credentials::Password(username, password, secret) => {
             let user = password_login(server, connection, username.as_str(), password).await;
@@ -140,10 +142,12 @@ async fn authenticate(
         }
     };
     let refusal = |code| match code {
-        ErrorCode::InvalidCredentials => Refusal::Evict(EvictionReason::InvalidCredentials),
-        ErrorCode::InvalidPersonalAccessToken => Refusal::Evict(EvictionReason::InvalidToken),
-        ErrorCode::UserInactive => Refusal::Evict(EvictionReason::UserInactive),
-        other => Refusal::Code(other),
+        Refusal::Login(Login::Credentials) => {
+            LoginFailure::Evict(EvictionReason::InvalidCredentials)
+        }
+        Refusal::Login(Login::Token) => LoginFailure::Evict(EvictionReason::InvalidToken),
+        Refusal::Login(Login::UserInactive) => LoginFailure::Evict(EvictionReason::UserInactive),
+        other => LoginFailure::Refuse(other),
     };
     user.map(|user_id| (user_id, secret)).map_err(refusal)
 }
@@ -157,7 +161,7 @@ async fn password_login(
     connection: &Connection,
     username: &str,
     password: Secret,
-) -> Result<u32, ErrorCode> {
+) -> Result<u32, Refusal> {
     let address = connection.address.ip();
     if let Err(until_us) = server
         .logins
@@ -169,7 +173,7 @@ async fn password_login(
             connection.client_number,
             until_us.saturating_sub(server.now_us()) / 1000
         );
-        return Err(ErrorCode::InvalidCredentials);
+        return Err(Refusal::Login(Login::Credentials));
     }
     // After a failure, counted as failed before the check (a success clears it), so parallel
     // guesses see each other.
@@ -199,7 +203,7 @@ async fn password_login(
             Some(user) if known && matched && user.password_hash == hash => {
                 metadata.active_user(user.id)
             }
-            _ => Err(ErrorCode::InvalidCredentials),
+            _ => Err(Refusal::Login(Login::Credentials)),
         }
     };
     match result {
@@ -228,7 +232,7 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
         .borrow()
         .bind(bind.client_id, bind.session, &bind.bind_secret);
     let Some(record) = record else {
-        return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
+        return Outcome::refused(Operation::NonReplicated, Refusal::Unauthenticated, commit);
     };
     let identity = server.metadata.borrow().session_identity(
         record.user_id,
@@ -242,7 +246,7 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
         server
             .data
             .leave_all_groups(bind.client_id, server.now_us());
-        return Outcome::refused(Operation::NonReplicated, ErrorCode::Unauthenticated, commit);
+        return Outcome::refused(Operation::NonReplicated, Refusal::Unauthenticated, commit);
     }
     connection.dialect = dialect;
     connection.session = Some(BoundSession {

@@ -3,7 +3,6 @@
 //! `PURGE_STREAM` (205). Writes are validated by [`crate::metadata::validate`] and committed;
 //! a purge is data-plane only (messages and stored offsets go, the stream stays).
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::legacy::PurgeStream;
@@ -14,6 +13,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_list_streams, can_manage_stream, can_read_stream, require};
 use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -36,7 +36,7 @@ pub(crate) async fn handle(
             });
             match found {
                 Ok(details) => call.answer(server, details),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
         Request::GetStreams(_) => {
@@ -47,7 +47,7 @@ pub(crate) async fn handle(
             });
             match listed {
                 Ok(streams) => call.answer(server, streams),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
         Request::CreateStream(create) => {
@@ -77,7 +77,7 @@ pub(crate) async fn handle(
             .await
         }
         Request::PurgeStream(purge) => purge_stream(server, call, &purge).await,
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -92,14 +92,14 @@ async fn purge_stream(server: &Server, call: Call, purge: &PurgeStream) -> Outco
         });
         match target {
             Ok(stream_id) => stream_id,
-            Err(code) => return call.reject(server, code),
+            Err(refusal) => return call.reject(server, refusal),
         }
     };
     match server.data.purge(stream_id, None).await {
         Ok(()) => call.answer(server, Empty),
         Err(error) => {
             log::error!("purge of stream {stream_id} failed: {error}");
-            call.reject(server, error.code())
+            call.reject(server, error.refusal())
         }
     }
 }

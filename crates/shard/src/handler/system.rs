@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
@@ -21,6 +20,7 @@ use crate::data::GroupKey;
 use crate::metadata::{Metadata, TopicSettings, options, permissions};
 use crate::outcome::Outcome;
 use crate::procfs::ProcessNumbers;
+use crate::refusal::{Missing, Refusal, Unavailable};
 use crate::server::{ClientRecord, SERVER_SEMVER, SERVER_VERSION, Server};
 
 const NR: Operation = Operation::NonReplicated;
@@ -44,7 +44,7 @@ pub(crate) fn handle(
             let user_id = connection.user_id();
             match partition_route(&server.metadata.borrow(), user_id, &route) {
                 Ok(route) => Outcome::value(NR, route, commit),
-                Err(code) => Outcome::rejected(NR, code, commit),
+                Err(refusal) => Outcome::rejected(NR, refusal, commit),
             }
         }
         Request::GetMe(_) => {
@@ -64,16 +64,16 @@ pub(crate) fn handle(
             Outcome::value(NR, stats(server), commit)
         }
         Request::GetClient(_) | Request::GetClients(_) | Request::GetStats(_) => {
-            Outcome::rejected(NR, ErrorCode::Unauthorized, commit)
+            Outcome::rejected(NR, Refusal::Forbidden, commit)
         }
         Request::DescribeOptions(describe) => {
             let catalog = options::option_descriptors(describe.scope, &TopicSettings::default());
             Outcome::value(NR, catalog, commit)
         }
         Request::GetSnapshotFile(_) | Request::GetMetadataChanges(_) => {
-            Outcome::rejected(NR, ErrorCode::FeatureUnavailable, commit)
+            Outcome::rejected(NR, Refusal::Unavailable(Unavailable::Feature), commit)
         }
-        _ => Outcome::refused(operation_of(header), ErrorCode::InvalidCommand, commit),
+        _ => Outcome::refused(operation_of(header), Refusal::Malformed, commit),
     }
 }
 
@@ -101,17 +101,17 @@ fn partition_route(
     metadata: &Metadata,
     user_id: Option<u32>,
     request: &GetPartitionRoute,
-) -> Result<PartitionRoute, ErrorCode> {
+) -> Result<PartitionRoute, Refusal> {
     let stream = metadata.stream(&request.stream_id)?;
     let topic = stream.topic(&request.topic_id)?;
     let user = user_id
         .and_then(|id| metadata.users.get(&id))
-        .ok_or(ErrorCode::Unauthenticated)?;
+        .ok_or(Refusal::Unauthenticated)?;
     permissions::require(permissions::can_route(user, stream.id, topic.id))?;
     let partition = topic
         .partitions
         .get(&request.partition_id)
-        .ok_or(ErrorCode::PartitionNotFound)?;
+        .ok_or(Refusal::Missing(Missing::Partition))?;
     Ok(PartitionRoute {
         incarnation: partition.incarnation,
         metadata_op: metadata.commit,

@@ -3,7 +3,6 @@
 //! the calling user's own tokens. A token is minted before validation (validation takes
 //! its hash); the clear text is answered once and never stored.
 
-use proto::ErrorCode;
 use proto::commands::Request;
 use proto::commands::session::Secret;
 use proto::commands::tokens::{CreatePersonalAccessToken, RawPersonalAccessToken};
@@ -14,6 +13,7 @@ use crate::connection::Connection;
 use crate::metadata::auth::mint_token;
 use crate::metadata::{responses, validate};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -28,7 +28,7 @@ pub(crate) async fn handle(
             let listed = call.actor(&server.metadata.borrow()).map(responses::tokens);
             match listed {
                 Ok(tokens) => call.answer(server, tokens),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
         Request::CreatePersonalAccessToken(create) => create_token(server, call, &create).await,
@@ -38,7 +38,7 @@ pub(crate) async fn handle(
             })
             .await
         }
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -48,7 +48,7 @@ async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccess
         Ok(minted) => minted,
         Err(error) => {
             log::error!("minting a token failed: {error}");
-            return call.reject(server, ErrorCode::Error);
+            return call.reject(server, Refusal::Internal);
         }
     };
     let op = {

@@ -3,7 +3,6 @@
 //! `PURGE_TOPIC` (305). A purge is data-plane only: messages and stored offsets go, the
 //! topic, its partitions and groups stay.
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::legacy::PurgeTopic;
@@ -15,6 +14,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
 use crate::metadata::{MetadataOp, TopicSettings, responses, validate};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -61,7 +61,7 @@ pub(crate) async fn handle(
             call.commit(server, op, |_, _| Some(Empty)).await
         }
         Request::PurgeTopic(purge) => purge_topic(server, call, &purge).await,
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -86,7 +86,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
             });
             match found {
                 Ok(details) => call.answer(server, details),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
         Request::GetTopics(list) => {
@@ -101,10 +101,10 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
             });
             match listed {
                 Ok(topics) => call.answer(server, topics),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -119,14 +119,14 @@ async fn purge_topic(server: &Server, call: Call, purge: &PurgeTopic) -> Outcome
         });
         match target {
             Ok(ids) => ids,
-            Err(code) => return call.reject(server, code),
+            Err(refusal) => return call.reject(server, refusal),
         }
     };
     match server.data.purge(stream_id, Some(topic_id)).await {
         Ok(()) => call.answer(server, Empty),
         Err(error) => {
             log::error!("purge of topic {stream_id}/{topic_id} failed: {error}");
-            call.reject(server, error.code())
+            call.reject(server, error.refusal())
         }
     }
 }

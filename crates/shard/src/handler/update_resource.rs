@@ -2,7 +2,6 @@
 //! stream (scope 2) or user (scope 3) by option keys, answered with operation 150 and a
 //! result section only.
 
-use proto::ErrorCode;
 use proto::commands::Empty;
 use proto::commands::Request;
 use proto::header::RequestHeader;
@@ -11,6 +10,7 @@ use super::commit::Call;
 use crate::connection::Connection;
 use crate::metadata::{TopicSettings, validate};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 
 pub(crate) async fn handle(
@@ -21,7 +21,7 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let call = Call::of(header, connection);
     let Request::UpdateResource(update) = request else {
-        return call.reject(server, ErrorCode::InvalidCommand);
+        return call.reject(server, Refusal::Malformed);
     };
     let op = {
         let metadata = server.metadata.borrow();

@@ -5,7 +5,6 @@
 //!
 //! Passwords are hashed (argon2id) inside validation, after every other check passed.
 
-use proto::ErrorCode;
 use proto::commands::Request;
 use proto::header::RequestHeader;
 
@@ -14,6 +13,7 @@ use crate::connection::Connection;
 use crate::metadata::permissions::{can_read_users, require};
 use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
+use crate::refusal::Refusal;
 use crate::server::Server;
 use proto::commands::Empty;
 use proto::commands::users::ChangePassword;
@@ -33,7 +33,7 @@ pub(crate) async fn handle(
             });
             let hashed = match checked {
                 Ok(_) => hash(server, create.password.expose()).await,
-                Err(code) => Err(code),
+                Err(refusal) => Err(refusal),
             };
             // Validated again: the metadata may have changed while the hash was made.
             let op = hashed.and_then(|hashed| {
@@ -72,7 +72,7 @@ pub(crate) async fn handle(
             let changer = connection.session.map(|bound| bound.client_id);
             change_password(server, call, &change, changer).await
         }
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -91,7 +91,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
             });
             match found {
                 Ok(details) => call.answer(server, details),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
         Request::GetUsers(_) => {
@@ -102,10 +102,10 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
             });
             match listed {
                 Ok(users) => call.answer(server, users),
-                Err(code) => call.reject(server, code),
+                Err(refusal) => call.reject(server, refusal),
             }
         }
-        _ => call.reject(server, ErrorCode::InvalidCommand),
+        _ => call.reject(server, Refusal::Malformed),
     }
 }
 
@@ -124,7 +124,7 @@ async fn change_password(
     });
     let stored = match stored {
         Ok(stored) => stored,
-        Err(code) => return call.reject(server, code),
+        Err(refusal) => return call.reject(server, refusal),
     };
     let current = change.current_password.expose().to_owned();
     let matches = server.node.hasher.verify(current, stored.clone()).await;
@@ -142,15 +142,15 @@ async fn change_password(
     });
     let op = match op {
         Ok(op) => op,
-        Err(code) => return call.reject(server, code),
+        Err(refusal) => return call.reject(server, refusal),
     };
     let user_id = match &op {
         MetadataOp::ChangePassword { id, .. } => *id,
         // `validate::change_password` builds nothing else.
-        _ => return call.reject(server, ErrorCode::Error),
+        _ => return call.reject(server, Refusal::Internal),
     };
-    if let Err(code) = server.commit(op).await {
-        return call.reject(server, code);
+    if let Err(refusal) = server.commit(op).await {
+        return call.reject(server, refusal);
     }
     server.end_sessions_of(user_id, changer);
     call.answer(server, Empty)
@@ -160,16 +160,16 @@ async fn change_password(
 /// worth its cost; its op is never committed. A `Result` because that is the hash
 /// function's shape.
 #[allow(clippy::unnecessary_wraps)]
-fn unhashed(_password: &str) -> Result<String, ErrorCode> {
+fn unhashed(_password: &str) -> Result<String, Refusal> {
     Ok(String::new())
 }
 
 /// An argon2id hash of `password`, made on the hashing threads; a failing random source or
 /// hasher refuses the request with the generic `1 Error`.
-async fn hash(server: &Server, password: &str) -> Result<String, ErrorCode> {
+async fn hash(server: &Server, password: &str) -> Result<String, Refusal> {
     let hashed = server.node.hasher.hash(password.to_owned()).await;
     hashed.map_err(|error| {
         log::error!("password hashing failed: {error}");
-        ErrorCode::Error
+        Refusal::Internal
     })
 }

@@ -9,10 +9,10 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use proto::ErrorCode;
 use sha2::{Digest, Sha256};
 
 use super::model::{Metadata, User, UserStatus};
+use crate::refusal::{Login, Refusal};
 
 /// Random bytes in a minted token.
 pub const TOKEN_BYTES: usize = 50;
@@ -111,29 +111,29 @@ impl Metadata {
     /// Password login: the user's id, or `42 InvalidCredentials` (unknown user or wrong
     /// password, indistinguishable: an unknown user is checked against a dummy hash),
     /// `47 UserInactive`. The server runs the check on its hashing threads instead.
-    pub fn authenticate(&self, username: &str, password: &str) -> Result<u32, ErrorCode> {
+    pub fn authenticate(&self, username: &str, password: &str) -> Result<u32, Refusal> {
         let Some(user) = self.user_by_name(username) else {
             verify_password(password, dummy_password_hash());
-            return Err(ErrorCode::InvalidCredentials);
+            return Err(Refusal::Login(Login::Credentials));
         };
         if !verify_password(password, &user.password_hash) {
-            return Err(ErrorCode::InvalidCredentials);
+            return Err(Refusal::Login(Login::Credentials));
         }
         active(user)
     }
 
     /// The id of user `user_id` if it exists and is active: `42` or `47` otherwise.
-    pub fn active_user(&self, user_id: u32) -> Result<u32, ErrorCode> {
+    pub fn active_user(&self, user_id: u32) -> Result<u32, Refusal> {
         let user = self
             .users
             .get(&user_id)
-            .ok_or(ErrorCode::InvalidCredentials)?;
+            .ok_or(Refusal::Login(Login::Credentials))?;
         active(user)
     }
 
     /// Token login at `now_micros`: the owner's id, or `53 InvalidPersonalAccessToken`,
     /// `54 PersonalAccessTokenExpired`, `47 UserInactive`.
-    pub fn authenticate_token(&self, token: &str, now_micros: u64) -> Result<u32, ErrorCode> {
+    pub fn authenticate_token(&self, token: &str, now_micros: u64) -> Result<u32, Refusal> {
         let hash = token_hash(token);
         let (user, found) = self
             .users
@@ -142,9 +142,9 @@ impl Metadata {
                 let found = user.tokens.values().find(|t| t.token_hash == hash)?;
                 Some((user, found))
             })
-            .ok_or(ErrorCode::InvalidPersonalAccessToken)?;
+            .ok_or(Refusal::Login(Login::Token))?;
         if found.expiry_at.is_some_and(|expiry| expiry <= now_micros) {
-            return Err(ErrorCode::PersonalAccessTokenExpired);
+            return Err(Refusal::Login(Login::TokenExpired));
         }
         active(user)
     }
@@ -188,10 +188,10 @@ impl Metadata {
     }
 }
 
-fn active(user: &User) -> Result<u32, ErrorCode> {
+fn active(user: &User) -> Result<u32, Refusal> {
     match user.status {
         UserStatus::Active => Ok(user.id),
-        UserStatus::Inactive => Err(ErrorCode::UserInactive),
+        UserStatus::Inactive => Err(Refusal::Login(Login::UserInactive)),
     }
 }
 

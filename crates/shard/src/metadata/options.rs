@@ -8,13 +8,13 @@
 //! encryption here), a finite `max_topic_size` below the segment size `1019`. Both dialects
 //! get the 0.12.2 catalog: the 0.11.0 client only ever sends a subset of it.
 
-use proto::ErrorCode;
 use proto::codec::WireName;
 use proto::commands::system::{OptionDescriptor, OptionDescriptors, OptionScope};
 use proto::primitives::{HeaderKind, OptionsBlock, TlvEntry};
 use segment::log::Durability;
 
 use super::model::TopicSettings;
+use crate::refusal::{Invalid, Refusal, TopicOption, Unavailable};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -87,28 +87,32 @@ fn role(scope: OptionScope, key: &str) -> Option<KeyRole> {
 
 /// Checks the keys of a create request's options block for `scope`: every key must be
 /// settable at create.
-fn check_create_keys(scope: OptionScope, options: &OptionsBlock) -> Result<(), ErrorCode> {
+fn check_create_keys(scope: OptionScope, options: &OptionsBlock) -> Result<(), Refusal> {
     for (key, _) in &options.0 {
         match role(scope, key.as_str()) {
             Some(KeyRole::CreateOnly | KeyRole::Resettable) => {}
-            Some(KeyRole::ReadOnly) => return Err(ErrorCode::ReadOnlyOption),
-            Some(KeyRole::Encryption) => return Err(ErrorCode::StreamEncryptionUnavailable),
-            Some(KeyRole::UpdateOnly) | None => return Err(ErrorCode::UnsupportedOptionKey),
+            Some(KeyRole::ReadOnly) => return Err(Refusal::TopicOption(TopicOption::ReadOnly)),
+            Some(KeyRole::Encryption) => {
+                return Err(Refusal::Unavailable(Unavailable::StreamEncryption));
+            }
+            Some(KeyRole::UpdateOnly) | None => {
+                return Err(Refusal::TopicOption(TopicOption::UnsupportedKey));
+            }
         }
     }
     Ok(())
 }
 
 /// A stream's create options: no key is settable at create here.
-pub fn check_stream_create_options(options: &OptionsBlock) -> Result<(), ErrorCode> {
+pub fn check_stream_create_options(options: &OptionsBlock) -> Result<(), Refusal> {
     check_create_keys(OptionScope::Stream, options)
 }
 
 /// A user's create options: none are accepted (the reference refuses every key).
-pub fn check_user_create_options(options: &OptionsBlock) -> Result<(), ErrorCode> {
+pub fn check_user_create_options(options: &OptionsBlock) -> Result<(), Refusal> {
     match options.0.first() {
         None => Ok(()),
-        Some(_) => Err(ErrorCode::UnsupportedOptionKey),
+        Some(_) => Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
     }
 }
 
@@ -118,7 +122,7 @@ pub fn resolve_topic_options(
     options: &OptionsBlock,
     defaults: &TopicSettings,
     partitions_count: u32,
-) -> Result<TopicSettings, ErrorCode> {
+) -> Result<TopicSettings, Refusal> {
     check_create_keys(OptionScope::Topic, options)?;
     let mut settings = *defaults;
     for (key, value) in &options.0 {
@@ -132,19 +136,19 @@ pub fn resolve_topic_options(
 pub fn check_topic_settings(
     settings: &TopicSettings,
     partitions_count: u32,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     if settings
         .max_topic_size_bytes
         .is_some_and(|max| max < settings.segment_size_bytes)
     {
-        return Err(ErrorCode::InvalidTopicSize);
+        return Err(Refusal::Invalid(Invalid::TopicSize));
     }
     let reserved = settings
         .segment_size_bytes
         .checked_mul(u64::from(partitions_count));
     if settings.preallocate_segments && reserved.is_none_or(|bytes| bytes > PREALLOCATED_MAX_BYTES)
     {
-        return Err(ErrorCode::InvalidOptionValue);
+        return Err(Refusal::TopicOption(TopicOption::InvalidValue));
     }
     Ok(())
 }
@@ -155,8 +159,8 @@ fn apply_topic_value(
     key: &str,
     value: &TlvEntry,
     defaults: &TopicSettings,
-) -> Result<(), ErrorCode> {
-    let invalid = ErrorCode::InvalidOptionValue;
+) -> Result<(), Refusal> {
+    let invalid = Refusal::TopicOption(TopicOption::InvalidValue);
     match key {
         "compression_algorithm" => settings.compression_gzip = compression(value).ok_or(invalid)?,
         "message_expiry" => {
@@ -201,7 +205,7 @@ fn apply_topic_value(
             let valid = (1..=CLUSTER_NODES).contains(&factor);
             settings.replication_factor = valid.then_some(factor).ok_or(invalid)?;
         }
-        _ => return Err(ErrorCode::UnsupportedOptionKey),
+        _ => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
     }
     Ok(())
 }
@@ -261,7 +265,7 @@ pub fn patch_topic_options(
     reset: &[WireName],
     defaults: &TopicSettings,
     partitions_count: u32,
-) -> Result<TopicPatch, ErrorCode> {
+) -> Result<TopicPatch, Refusal> {
     let mut patch = TopicPatch {
         name: None,
         options: options.clone(),
@@ -270,9 +274,9 @@ pub fn patch_topic_options(
     for key in reset {
         match role(OptionScope::Topic, key.as_str()) {
             Some(KeyRole::Resettable) => {}
-            Some(KeyRole::ReadOnly) => return Err(ErrorCode::ReadOnlyOption),
-            Some(_) => return Err(ErrorCode::OptionNotResettable),
-            None => return Err(ErrorCode::UnsupportedOptionKey),
+            Some(KeyRole::ReadOnly) => return Err(Refusal::TopicOption(TopicOption::ReadOnly)),
+            Some(_) => return Err(Refusal::TopicOption(TopicOption::NotResettable)),
+            None => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
         }
         patch.options.0.retain(|(existing, _)| existing != key);
         reset_topic_value(&mut patch.settings, key.as_str(), defaults);
@@ -287,11 +291,11 @@ pub fn patch_topic_options(
                 apply_topic_value(&mut patch.settings, key.as_str(), value, defaults)?;
                 patch.options.set(key.as_str(), value.clone());
             }
-            Some(KeyRole::ReadOnly) => return Err(ErrorCode::ReadOnlyOption),
+            Some(KeyRole::ReadOnly) => return Err(Refusal::TopicOption(TopicOption::ReadOnly)),
             Some(KeyRole::CreateOnly | KeyRole::Encryption) => {
-                return Err(ErrorCode::OptionNotUpdatable);
+                return Err(Refusal::TopicOption(TopicOption::NotUpdatable));
             }
-            None => return Err(ErrorCode::UnsupportedOptionKey),
+            None => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
         }
     }
     check_topic_settings(&patch.settings, partitions_count)?;
@@ -307,11 +311,11 @@ fn reset_topic_value(settings: &mut TopicSettings, key: &str, defaults: &TopicSe
 }
 
 /// A `name` value: a String of 1..=255 bytes.
-pub fn update_name(value: &TlvEntry) -> Result<String, ErrorCode> {
+pub fn update_name(value: &TlvEntry) -> Result<String, Refusal> {
     value
         .as_str()
         .map(String::from)
-        .ok_or(ErrorCode::InvalidOptionValue)
+        .ok_or(Refusal::TopicOption(TopicOption::InvalidValue))
 }
 
 /// Checks a stream or user update: only the scope's rename/status keys may be set, and
@@ -320,20 +324,20 @@ pub fn check_update_keys(
     scope: OptionScope,
     set: &OptionsBlock,
     reset: &[WireName],
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     if let Some(key) = reset.first() {
         return Err(match role(scope, key.as_str()) {
-            None => ErrorCode::UnsupportedOptionKey,
-            Some(KeyRole::ReadOnly) => ErrorCode::ReadOnlyOption,
-            Some(_) => ErrorCode::OptionNotResettable,
+            None => Refusal::TopicOption(TopicOption::UnsupportedKey),
+            Some(KeyRole::ReadOnly) => Refusal::TopicOption(TopicOption::ReadOnly),
+            Some(_) => Refusal::TopicOption(TopicOption::NotResettable),
         });
     }
     for (key, _) in &set.0 {
         match role(scope, key.as_str()) {
             Some(KeyRole::UpdateOnly) => {}
-            Some(KeyRole::ReadOnly) => return Err(ErrorCode::ReadOnlyOption),
-            Some(_) => return Err(ErrorCode::OptionNotUpdatable),
-            None => return Err(ErrorCode::UnsupportedOptionKey),
+            Some(KeyRole::ReadOnly) => return Err(Refusal::TopicOption(TopicOption::ReadOnly)),
+            Some(_) => return Err(Refusal::TopicOption(TopicOption::NotUpdatable)),
+            None => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
         }
     }
     Ok(())

@@ -5,20 +5,20 @@
 //! Each function answers `true` = allowed; [`require`] turns `false` into
 //! `41 Unauthorized`.
 
-use proto::ErrorCode;
 use proto::primitives::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
 
 use super::model::User;
+use crate::refusal::Refusal;
 
 /// The root user's id.
 pub const ROOT_USER_ID: u32 = 0;
 
 /// `Ok` when `allowed`, else `41 Unauthorized`.
-pub fn require(allowed: bool) -> Result<(), ErrorCode> {
+pub fn require(allowed: bool) -> Result<(), Refusal> {
     if allowed {
         Ok(())
     } else {
-        Err(ErrorCode::Unauthorized)
+        Err(Refusal::Forbidden)
     }
 }
 

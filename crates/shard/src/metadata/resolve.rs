@@ -5,19 +5,19 @@
 //! One code per family whichever identifier kind missed: the SDKs accept the id form for a
 //! name miss too (§4.6).
 
-use proto::ErrorCode;
 use proto::primitives::Identifier;
 
 use super::model::{ConsumerGroup, Metadata, Stream, Topic, User};
+use crate::refusal::{Missing, Refusal};
 
 impl Metadata {
     /// The stream `id` names, or `1009 StreamIdNotFound`.
-    pub fn stream(&self, id: &Identifier) -> Result<&Stream, ErrorCode> {
+    pub fn stream(&self, id: &Identifier) -> Result<&Stream, Refusal> {
         let found = match id {
             Identifier::Numeric(id) => self.streams.get(id),
             Identifier::Name(name) => self.streams.values().find(|s| s.name == name.as_str()),
         };
-        found.ok_or(ErrorCode::StreamIdNotFound)
+        found.ok_or(Refusal::Missing(Missing::Stream))
     }
 
     /// The stream and topic the pair names: `1009` or `2010` for the level that missed.
@@ -25,18 +25,18 @@ impl Metadata {
         &self,
         stream_id: &Identifier,
         topic_id: &Identifier,
-    ) -> Result<(&Stream, &Topic), ErrorCode> {
+    ) -> Result<(&Stream, &Topic), Refusal> {
         let stream = self.stream(stream_id)?;
         Ok((stream, stream.topic(topic_id)?))
     }
 
     /// The user `id` names, or `20 ResourceNotFound`.
-    pub fn user(&self, id: &Identifier) -> Result<&User, ErrorCode> {
+    pub fn user(&self, id: &Identifier) -> Result<&User, Refusal> {
         let found = match id {
             Identifier::Numeric(id) => self.users.get(id),
             Identifier::Name(name) => self.users.values().find(|u| u.username == name.as_str()),
         };
-        found.ok_or(ErrorCode::ResourceNotFound)
+        found.ok_or(Refusal::Missing(Missing::Resource))
     }
 
     /// The user with this exact username, if any (login).
@@ -47,23 +47,23 @@ impl Metadata {
 
 impl Stream {
     /// The topic `id` names, or `2010 TopicIdNotFound`.
-    pub fn topic(&self, id: &Identifier) -> Result<&Topic, ErrorCode> {
+    pub fn topic(&self, id: &Identifier) -> Result<&Topic, Refusal> {
         let found = match id {
             Identifier::Numeric(id) => self.topics.get(id),
             Identifier::Name(name) => self.topics.values().find(|t| t.name == name.as_str()),
         };
-        found.ok_or(ErrorCode::TopicIdNotFound)
+        found.ok_or(Refusal::Missing(Missing::Topic))
     }
 }
 
 impl Topic {
     /// The consumer group `id` names, or `5000 ConsumerGroupIdNotFound`.
-    pub fn group(&self, id: &Identifier) -> Result<&ConsumerGroup, ErrorCode> {
+    pub fn group(&self, id: &Identifier) -> Result<&ConsumerGroup, Refusal> {
         let found = match id {
             Identifier::Numeric(id) => self.groups.get(id),
             Identifier::Name(name) => self.groups.values().find(|g| g.name == name.as_str()),
         };
-        found.ok_or(ErrorCode::ConsumerGroupIdNotFound)
+        found.ok_or(Refusal::Missing(Missing::Group))
     }
 
     /// Partitions as a count (a topic holds far fewer than `u32::MAX`).

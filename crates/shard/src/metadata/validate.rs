@@ -1,6 +1,6 @@
 //! Validation: a decoded request plus the current [`Metadata`](super::Metadata) and the
 //! calling [`User`](super::User) become a [`MetadataOp`](super::MetadataOp) to commit, or
-//! the [`ErrorCode`](proto::ErrorCode) the client gets (PROTOCOL.md §4.2, §4.3, §4.6–§4.9,
+//! the [`Refusal`](crate::refusal::Refusal) the client gets (PROTOCOL.md §4.2, §4.3, §4.6–§4.9,
 //! §7). Nothing here mutates state; every value an op needs (ids, times, hashes) is chosen
 //! here, so applying it is deterministic.
 //!

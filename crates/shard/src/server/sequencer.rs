@@ -12,15 +12,14 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use proto::ErrorCode;
-
 use super::Server;
 use crate::data::ShardStorage;
 use crate::mail::Reply;
 use crate::metadata::{Journal, Metadata, MetadataOp};
+use crate::refusal::Refusal;
 
 /// A queued op and where its commit number goes.
-type Queued = (MetadataOp, Reply<Result<u64, ErrorCode>>);
+type Queued = (MetadataOp, Reply<Result<u64, Refusal>>);
 
 /// The leader's commit queue and journal.
 #[derive(Default)]
@@ -52,19 +51,19 @@ impl Sequencer {
 impl Server {
     /// Queues `op` on this shard's sequencer and waits for its commit number; starts the
     /// drain task when none runs.
-    pub(super) async fn sequence(&self, op: MetadataOp) -> Result<u64, ErrorCode> {
+    pub(super) async fn sequence(&self, op: MetadataOp) -> Result<u64, Refusal> {
         let (reply, answer) = crossfire::oneshot::oneshot();
         self.sequencer.queue.borrow_mut().push_back((op, reply));
         if !self.sequencer.draining.replace(true) {
             let Some(server) = self.me.upgrade() else {
                 // The server is being dropped: nothing will commit.
                 self.sequencer.draining.set(false);
-                return Err(ErrorCode::Error);
+                return Err(Refusal::Internal);
             };
             compio::runtime::spawn(async move { server.drain().await }).detach();
         }
         // A dropped reply means the runtime ended with the commit unanswered.
-        answer.await.unwrap_or(Err(ErrorCode::Error))
+        answer.await.unwrap_or(Err(Refusal::Internal))
     }
 
     /// Commits every queued op in order until the queue is empty. The task ends before its
@@ -96,18 +95,18 @@ impl Server {
         &self,
         journal: Option<&mut Journal<ShardStorage>>,
         op: MetadataOp,
-    ) -> Result<u64, ErrorCode> {
+    ) -> Result<u64, Refusal> {
         // The op is applied to a copy first: the journal must only ever hold ops that apply.
         let mut next = Metadata::clone(&self.metadata.borrow());
         if let Err(error) = next.apply(&op) {
             log::error!("metadata: {} does not apply: {error}", op.kind());
-            return Err(ErrorCode::Error);
+            return Err(Refusal::Internal);
         }
         if let Some(journal) = journal
             && let Err(error) = journal.append(&op, &next).await
         {
             log::error!("metadata: journal append failed: {error}");
-            return Err(ErrorCode::Error);
+            return Err(Refusal::Internal);
         }
         let commit = next.commit;
         let next = Rc::new(next);
@@ -118,7 +117,7 @@ impl Server {
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
             log::error!("data: following commit {commit} failed: {error}");
-            return Err(ErrorCode::Error);
+            return Err(Refusal::Internal);
         }
         Ok(commit)
     }

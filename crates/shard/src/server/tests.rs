@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use proto::Dialect;
 use proto::codec::{WireName, encode_to_vec};
 use proto::codes::CommandCode;
 use proto::commands::session::{BindSecret, BindSession, LoginRegister, LoginReply, Secret};
@@ -10,7 +11,6 @@ use proto::commands::system::ClusterMetadata;
 use proto::commands::{Reply, ReplyOutcome};
 use proto::dialect::{ProtocolVersion, VersionPrefix};
 use proto::header::{EvictionReason, Operation, RequestHeader};
-use proto::{Dialect, ErrorCode};
 use zerocopy::IntoBytes;
 
 use super::{Server, ServerInfo};
@@ -20,6 +20,7 @@ use crate::data::GroupKey;
 use crate::metadata::Metadata;
 use crate::metadata::auth::hash_password;
 use crate::outcome::Outcome;
+use crate::refusal::{Missing, Refusal, Unavailable};
 
 const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 
@@ -128,7 +129,7 @@ fn login_as(server: &Server, connection: &mut Connection, client: u128) -> Login
 
 fn status(outcome: &Outcome) -> u32 {
     match outcome {
-        Outcome::Reply(reply) => reply.status,
+        Outcome::Reply(reply) => reply.status_code(),
         other => panic!("expected a reply, got {other:?}"),
     }
 }
@@ -152,7 +153,7 @@ fn before_login_only_ping_works() {
         CommandCode::GetStreams,
         &[],
     );
-    assert_eq!(status(&streams), ErrorCode::Unauthenticated.as_u32());
+    assert_eq!(status(&streams), Refusal::Unauthenticated.code().as_u32());
     let create = send(
         &server,
         &mut connection,
@@ -246,7 +247,7 @@ fn old_dialect_login_fixes_the_connection_dialect() {
         CommandCode::LoginRegister,
         &body,
     );
-    assert!(matches!(outcome, Outcome::Reply(ref reply) if reply.status == 0));
+    assert!(matches!(outcome, Outcome::Reply(ref reply) if reply.status_code() == 0));
     assert_eq!(connection.dialect, Dialect::V0_11_0);
 }
 
@@ -290,7 +291,7 @@ fn bind_then_logout() {
         CommandCode::BindSession,
         &body,
     );
-    assert_eq!(status(&again), ErrorCode::Unauthenticated.as_u32());
+    assert_eq!(status(&again), Refusal::Unauthenticated.code().as_u32());
 }
 
 #[test]
@@ -305,7 +306,10 @@ fn unknown_families_and_bad_bodies_are_invalid_command() {
         CommandCode::GetSnapshotFile,
         &[1, 1, 100],
     );
-    assert_eq!(status(&snapshot), ErrorCode::FeatureUnavailable.as_u32());
+    assert_eq!(
+        status(&snapshot),
+        Refusal::Unavailable(Unavailable::Feature).code().as_u32()
+    );
     let bad = send(
         &server,
         &mut connection,
@@ -313,12 +317,12 @@ fn unknown_families_and_bad_bodies_are_invalid_command() {
         CommandCode::GetClient,
         &[1],
     );
-    assert_eq!(status(&bad), ErrorCode::InvalidCommand.as_u32());
+    assert_eq!(status(&bad), Refusal::Malformed.code().as_u32());
     let frame = header(Operation::NonReplicated, CommandCode::Ping, &[], Some(1));
     let mut unknown = frame;
     unknown[196..200].copy_from_slice(&9999u32.to_le_bytes());
     let outcome = block_on(server.handle(&mut connection, &unknown, &[]));
-    assert_eq!(status(&outcome), ErrorCode::InvalidCommand.as_u32());
+    assert_eq!(status(&outcome), Refusal::Malformed.code().as_u32());
 }
 
 #[test]
@@ -373,7 +377,10 @@ fn partition_route_names_the_incarnation_and_commit() {
     assert_eq!(decoded.incarnation, 7);
     assert_eq!(decoded.metadata_op, server.commit_number());
     assert_eq!(decoded.partitions_count, 1);
-    assert_eq!(status(&route(1)), ErrorCode::PartitionNotFound.as_u32());
+    assert_eq!(
+        status(&route(1)),
+        Refusal::Missing(Missing::Partition).code().as_u32()
+    );
 }
 
 #[test]

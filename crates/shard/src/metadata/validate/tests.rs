@@ -2,7 +2,6 @@
 //! produces applies cleanly.
 
 use proptest::prelude::*;
-use proto::ErrorCode;
 use proto::codec::WireName;
 use proto::commands::groups::{CreateConsumerGroup, DeleteConsumerGroup};
 use proto::commands::partitions::{CreatePartitions, DeletePartitions};
@@ -17,6 +16,9 @@ use proto::primitives::{Identifier, OptionsBlock, Permissions, TlvEntry};
 use super::*;
 use crate::metadata::options::topic_derived_options;
 use crate::metadata::{Metadata, MetadataOp, TopicSettings, User};
+use crate::refusal::{
+    Invalid, Limit, Missing, Protected, Refusal, Taken, TopicOption, Unavailable,
+};
 
 fn name(text: &str) -> WireName {
     WireName::new(text).unwrap()
@@ -29,7 +31,7 @@ fn id(text: &str) -> Identifier {
 /// Applies a validated op; a macro so the validation can borrow `metadata` first.
 macro_rules! commit {
     ($metadata:ident, $op:expr $(,)?) => {{
-        let op: Result<MetadataOp, ErrorCode> = $op;
+        let op: Result<MetadataOp, Refusal> = $op;
         $metadata.apply(&op.unwrap()).unwrap();
     }};
 }
@@ -64,7 +66,7 @@ fn create_topic_request(topic: &str, partitions_count: u32, options: OptionsBloc
     }
 }
 
-fn topic_error(metadata: &Metadata, root: &User, options: OptionsBlock) -> ErrorCode {
+fn topic_error(metadata: &Metadata, root: &User, options: OptionsBlock) -> Refusal {
     let request = create_topic_request("new", 1, options);
     create_topic(metadata, root, &request, 9, &TopicSettings::default()).unwrap_err()
 }
@@ -107,7 +109,7 @@ fn stream_ids_reuse_the_lowest_free_and_names_are_unique() {
     assert!(matches!(op, Ok(MetadataOp::CreateStream { id: 0, .. })));
     assert_eq!(
         create_stream(&metadata, &root, &second, 5),
-        Err(ErrorCode::StreamNameAlreadyExists)
+        Err(Refusal::Taken(Taken::StreamName))
     );
     let nobody = User {
         id: 7,
@@ -116,14 +118,14 @@ fn stream_ids_reuse_the_lowest_free_and_names_are_unique() {
     };
     assert_eq!(
         create_stream(&metadata, &nobody, &second, 5),
-        Err(ErrorCode::Unauthorized)
+        Err(Refusal::Forbidden)
     );
     let missing = DeleteStream {
         stream_id: 9.into(),
     };
     assert_eq!(
         delete_stream(&metadata, &root, &missing),
-        Err(ErrorCode::StreamIdNotFound)
+        Err(Refusal::Missing(Missing::Stream))
     );
 }
 
@@ -164,40 +166,40 @@ fn topic_options_resolve_per_the_catalog() {
     let unknown = block(&[("colour", TlvEntry::uint64(1))]);
     assert_eq!(
         topic_error(&metadata, &root, unknown),
-        ErrorCode::UnsupportedOptionKey
+        Refusal::TopicOption(TopicOption::UnsupportedKey)
     );
     let odd_segment = block(&[("segment_size", TlvEntry::uint64((1 << 20) + 1))]);
     assert_eq!(
         topic_error(&metadata, &root, odd_segment),
-        ErrorCode::InvalidOptionValue
+        Refusal::TopicOption(TopicOption::InvalidValue)
     );
     let wrong_kind = block(&[("segment_size", TlvEntry::uint32(1 << 20))]);
     assert_eq!(
         topic_error(&metadata, &root, wrong_kind),
-        ErrorCode::InvalidOptionValue
+        Refusal::TopicOption(TopicOption::InvalidValue)
     );
     let small = block(&[("max_topic_size", TlvEntry::uint64(1 << 20))]);
     assert_eq!(
         topic_error(&metadata, &root, small),
-        ErrorCode::InvalidTopicSize
+        Refusal::Invalid(Invalid::TopicSize)
     );
     let factor = block(&[("replication_factor", TlvEntry::uint32(2))]);
     assert_eq!(
         topic_error(&metadata, &root, factor),
-        ErrorCode::InvalidOptionValue
+        Refusal::TopicOption(TopicOption::InvalidValue)
     );
     let named = block(&[("name", TlvEntry::string("x").unwrap())]);
     assert_eq!(
         topic_error(&metadata, &root, named),
-        ErrorCode::UnsupportedOptionKey
+        Refusal::TopicOption(TopicOption::UnsupportedKey)
     );
     let request = create_topic_request("t", 1, OptionsBlock::default());
     let defaults = TopicSettings::default();
     let taken = create_topic(&metadata, &root, &request, 9, &defaults);
-    assert_eq!(taken, Err(ErrorCode::TopicNameAlreadyExists));
+    assert_eq!(taken, Err(Refusal::Taken(Taken::TopicName)));
     let request = create_topic_request("big", 1001, OptionsBlock::default());
     let too_many = create_topic(&metadata, &root, &request, 9, &defaults);
-    assert_eq!(too_many, Err(ErrorCode::TooManyPartitions));
+    assert_eq!(too_many, Err(Refusal::Limit(Limit::Partitions)));
 }
 
 fn patch(target: ResourceTarget, set: OptionsBlock, reset: &[&str]) -> UpdateResource {
@@ -263,23 +265,29 @@ fn update_resource_patches_resets_and_refuses() {
         )
     };
     let segment = block(&[("segment_size", TlvEntry::uint64(1 << 20))]);
-    assert_eq!(refuse(segment, &[]), Err(ErrorCode::OptionNotUpdatable));
+    assert_eq!(
+        refuse(segment, &[]),
+        Err(Refusal::TopicOption(TopicOption::NotUpdatable))
+    );
     assert_eq!(
         refuse(OptionsBlock::default(), &["name"]),
-        Err(ErrorCode::OptionNotResettable)
+        Err(Refusal::TopicOption(TopicOption::NotResettable))
     );
     assert_eq!(
         refuse(OptionsBlock::default(), &["colour"]),
-        Err(ErrorCode::UnsupportedOptionKey)
+        Err(Refusal::TopicOption(TopicOption::UnsupportedKey))
     );
     let small = block(&[("max_topic_size", TlvEntry::uint64(5))]);
-    assert_eq!(refuse(small, &[]), Err(ErrorCode::InvalidTopicSize));
+    assert_eq!(
+        refuse(small, &[]),
+        Err(Refusal::Invalid(Invalid::TopicSize))
+    );
 
     let root_target = ResourceTarget::User { user_id: 0.into() };
     let rename = block(&[("username", TlvEntry::string("admin").unwrap())]);
     let root_patch = patch(root_target, rename, &[]);
     let refused = update_resource(&metadata, &root, &root_patch, &defaults);
-    assert_eq!(refused, Err(ErrorCode::CannotModifyRootUser));
+    assert_eq!(refused, Err(Refusal::Protected(Protected::RootUser)));
 }
 
 #[test]
@@ -297,11 +305,11 @@ fn partition_changes_follow_the_limits() {
     };
     assert_eq!(
         create_partitions(&metadata, &root, &create(0), 5),
-        Err(ErrorCode::TooManyPartitions)
+        Err(Refusal::Limit(Limit::Partitions))
     );
     assert_eq!(
         delete_partitions(&metadata, &root, &delete(3)),
-        Err(ErrorCode::InvalidPartitionsCount)
+        Err(Refusal::Invalid(Invalid::PartitionsCount))
     );
     commit!(metadata, create_partitions(&metadata, &root, &create(2), 5),);
     commit!(metadata, delete_partitions(&metadata, &root, &delete(4)),);
@@ -321,7 +329,7 @@ fn partition_changes_follow_the_limits() {
     };
     assert_eq!(
         create_partitions(&metadata, &root, &grow, 7),
-        Err(ErrorCode::PartitionResizeDisabled)
+        Err(Refusal::Unavailable(Unavailable::PartitionResize))
     );
 }
 
@@ -338,7 +346,7 @@ fn group_ids_are_never_reused() {
         create_consumer_group(&metadata, &root, &create("a"), 4),
     );
     let taken = create_consumer_group(&metadata, &root, &create("a"), 4);
-    assert_eq!(taken, Err(ErrorCode::ConsumerGroupNameAlreadyExists));
+    assert_eq!(taken, Err(Refusal::Taken(Taken::GroupName)));
     let delete = DeleteConsumerGroup {
         stream_id: id("s"),
         topic_id: id("t"),
@@ -349,7 +357,7 @@ fn group_ids_are_never_reused() {
     assert!(matches!(op, MetadataOp::CreateConsumerGroup { id: 1, .. }));
     assert_eq!(
         delete_consumer_group(&metadata, &root, &delete),
-        Err(ErrorCode::ConsumerGroupIdNotFound)
+        Err(Refusal::Missing(Missing::Group))
     );
 }
 
@@ -366,15 +374,15 @@ fn users_follow_the_root_and_naming_rules() {
     };
     assert_eq!(
         create_user(&metadata, &root, &request("ab", "secret"), 1, hash),
-        Err(ErrorCode::InvalidUsername)
+        Err(Refusal::Invalid(Invalid::Username))
     );
     assert_eq!(
         create_user(&metadata, &root, &request("abc", "no"), 1, hash),
-        Err(ErrorCode::InvalidPassword)
+        Err(Refusal::Invalid(Invalid::Password))
     );
     assert_eq!(
         create_user(&metadata, &root, &request("iggy", "secret"), 1, hash),
-        Err(ErrorCode::UserAlreadyExists)
+        Err(Refusal::Taken(Taken::User))
     );
     commit!(
         metadata,
@@ -384,7 +392,7 @@ fn users_follow_the_root_and_naming_rules() {
     let delete_root = DeleteUser { user_id: 0.into() };
     assert_eq!(
         delete_user(&metadata, &root, &delete_root),
-        Err(ErrorCode::CannotDeleteUser)
+        Err(Refusal::Protected(Protected::DeleteUser))
     );
     let perms = UpdatePermissions {
         user_id: 0.into(),
@@ -392,17 +400,17 @@ fn users_follow_the_root_and_naming_rules() {
     };
     assert_eq!(
         update_permissions(&metadata, &root, &perms),
-        Err(ErrorCode::CannotChangePermissions)
+        Err(Refusal::Protected(Protected::ChangePermissions))
     );
     let alice = metadata.users[&1].clone();
     let by_alice = create_user(&metadata, &alice, &request("bob", "secret"), 1, hash);
-    assert_eq!(by_alice, Err(ErrorCode::Unauthorized));
+    assert_eq!(by_alice, Err(Refusal::Forbidden));
     let missing = DeleteUser {
         user_id: id("nobody"),
     };
     assert_eq!(
         delete_user(&metadata, &root, &missing),
-        Err(ErrorCode::ResourceNotFound)
+        Err(Refusal::Missing(Missing::Resource))
     );
 }
 
@@ -415,7 +423,7 @@ fn tokens_follow_the_name_limit_and_expiry_rules() {
     };
     assert_eq!(
         create_token(&root, &request("ab", 0), 10, String::from("h")),
-        Err(ErrorCode::InvalidPersonalAccessTokenName)
+        Err(Refusal::Invalid(Invalid::TokenName))
     );
     let op = create_token(&root, &request("main", 5), 10, String::from("h")).unwrap();
     assert!(matches!(
@@ -429,13 +437,13 @@ fn tokens_follow_the_name_limit_and_expiry_rules() {
     let root = metadata.users[&0].clone();
     assert_eq!(
         create_token(&root, &request("main", 0), 10, String::from("h")),
-        Err(ErrorCode::PersonalAccessTokenAlreadyExists)
+        Err(Refusal::Taken(Taken::TokenName))
     );
     assert_eq!(token_expiry_at(0, 10), Ok(None));
     assert_eq!(token_expiry_at(u64::MAX, 10), Ok(None));
     assert_eq!(
         token_expiry_at(u64::MAX - 1, 10),
-        Err(ErrorCode::InvalidPersonalAccessTokenExpiry)
+        Err(Refusal::Invalid(Invalid::TokenExpiry))
     );
     let mut full = root.clone();
     for index in 0..TOKENS_PER_USER_MAX {
@@ -448,7 +456,7 @@ fn tokens_follow_the_name_limit_and_expiry_rules() {
     }
     assert_eq!(
         create_token(&full, &request("one more", 0), 10, String::from("h")),
-        Err(ErrorCode::PersonalAccessTokensLimitReached)
+        Err(Refusal::Limit(Limit::Tokens))
     );
 }
 
@@ -503,7 +511,7 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn validate_step(metadata: &Metadata, root: &User, step: &Step) -> Result<MetadataOp, ErrorCode> {
+fn validate_step(metadata: &Metadata, root: &User, step: &Step) -> Result<MetadataOp, Refusal> {
     let defaults = TopicSettings::default();
     match step {
         Step::Topic(stream_id, topic_id, count) => {

@@ -2,7 +2,6 @@
 //! (304), `CREATE_PARTITIONS` (402), `DELETE_PARTITIONS` (403), and the metadata half of
 //! `CREATE_CONSUMER_GROUP` (602) / `DELETE_CONSUMER_GROUP` (603).
 
-use proto::ErrorCode;
 use proto::commands::groups::{CreateConsumerGroup, DeleteConsumerGroup};
 use proto::commands::legacy::UpdateTopic;
 use proto::commands::partitions::{CreatePartitions, DeletePartitions};
@@ -13,6 +12,7 @@ use crate::metadata::options::{patch_topic_options, resolve_topic_options};
 use crate::metadata::permissions::{can_create_topic, can_manage_topic, can_use_groups, require};
 use crate::metadata::resolve::lowest_free_id;
 use crate::metadata::{Metadata, MetadataOp, Stream, Topic, TopicSettings, User};
+use crate::refusal::{Invalid, Limit, Refusal, Taken, Unavailable};
 
 /// Partitions one create or delete request may name (`MAX_PARTITIONS_PER_REQUEST`).
 pub const PARTITIONS_PER_REQUEST_MAX: u32 = 1000;
@@ -25,18 +25,18 @@ pub fn create_topic(
     request: &CreateTopic,
     now_micros: u64,
     defaults: &TopicSettings,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let stream = metadata.stream(&request.stream_id)?;
     require(can_create_topic(actor, stream.id))?;
     if request.partitions_count > PARTITIONS_PER_REQUEST_MAX {
-        return Err(ErrorCode::TooManyPartitions);
+        return Err(Refusal::Limit(Limit::Partitions));
     }
     check_topic_name_free(stream, request.name.as_str(), None)?;
     if stream.topics.len() >= TOPICS_PER_STREAM_MAX {
-        return Err(ErrorCode::TooManyTopics);
+        return Err(Refusal::Limit(Limit::Topics));
     }
     let settings = resolve_topic_options(&request.options, defaults, request.partitions_count)?;
-    let id = lowest_free_id(stream.topics.keys().copied()).ok_or(ErrorCode::TooManyTopics)?;
+    let id = lowest_free_id(stream.topics.keys().copied()).ok_or(Refusal::Limit(Limit::Topics))?;
     Ok(MetadataOp::CreateTopic {
         stream_id: stream.id,
         id,
@@ -53,7 +53,7 @@ pub fn delete_topic(
     metadata: &Metadata,
     actor: &User,
     request: &DeleteTopic,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     require(can_manage_topic(actor, stream.id, topic.id))?;
     Ok(MetadataOp::DeleteTopic {
@@ -69,7 +69,7 @@ pub fn update_topic_legacy(
     actor: &User,
     request: &UpdateTopic,
     defaults: &TopicSettings,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     require(can_manage_topic(actor, stream.id, topic.id))?;
     let mut patch = patch_topic_options(
@@ -89,7 +89,7 @@ pub(super) fn update_topic_op(
     stream: &Stream,
     topic: &Topic,
     patch: crate::metadata::options::TopicPatch,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     if let Some(name) = &patch.name {
         check_topic_name_free(stream, name, Some(topic.id))?;
     }
@@ -109,7 +109,7 @@ pub fn create_partitions(
     actor: &User,
     request: &CreatePartitions,
     now_micros: u64,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     check_partitions_change(actor, stream, topic, request.partitions_count)?;
     let next_id = topic
@@ -119,7 +119,7 @@ pub fn create_partitions(
         .map_or(0, |id| id.saturating_add(1));
     let end = u64::from(next_id).saturating_add(u64::from(request.partitions_count));
     if end > u64::try_from(PARTITIONS_PER_TOPIC_MAX).unwrap_or(u64::MAX) {
-        return Err(ErrorCode::PartitionIdSpaceExhausted);
+        return Err(Refusal::Limit(Limit::PartitionIds));
     }
     Ok(MetadataOp::CreatePartitions {
         stream_id: stream.id,
@@ -134,11 +134,11 @@ pub fn delete_partitions(
     metadata: &Metadata,
     actor: &User,
     request: &DeletePartitions,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     check_partitions_change(actor, stream, topic, request.partitions_count)?;
     if request.partitions_count > topic.partitions_count() {
-        return Err(ErrorCode::InvalidPartitionsCount);
+        return Err(Refusal::Invalid(Invalid::PartitionsCount));
     }
     Ok(MetadataOp::DeletePartitions {
         stream_id: stream.id,
@@ -152,13 +152,13 @@ fn check_partitions_change(
     stream: &Stream,
     topic: &Topic,
     count: u32,
-) -> Result<(), ErrorCode> {
+) -> Result<(), Refusal> {
     require(can_manage_topic(actor, stream.id, topic.id))?;
     if !(1..=PARTITIONS_PER_REQUEST_MAX).contains(&count) {
-        return Err(ErrorCode::TooManyPartitions);
+        return Err(Refusal::Limit(Limit::Partitions));
     }
     if topic.settings.partitions_fixed {
-        return Err(ErrorCode::PartitionResizeDisabled);
+        return Err(Refusal::Unavailable(Unavailable::PartitionResize));
     }
     Ok(())
 }
@@ -170,15 +170,15 @@ pub fn create_consumer_group(
     actor: &User,
     request: &CreateConsumerGroup,
     now_micros: u64,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     require(can_use_groups(actor, stream.id, topic.id))?;
     let name = request.name.as_str();
     if topic.groups.values().any(|group| group.name == name) {
-        return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
+        return Err(Refusal::Taken(Taken::GroupName));
     }
     if topic.next_group_id == u32::MAX {
-        return Err(ErrorCode::TooManyConsumerGroups);
+        return Err(Refusal::Limit(Limit::Groups));
     }
     Ok(MetadataOp::CreateConsumerGroup {
         stream_id: stream.id,
@@ -194,7 +194,7 @@ pub fn delete_consumer_group(
     metadata: &Metadata,
     actor: &User,
     request: &DeleteConsumerGroup,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let (stream, topic) = metadata.topic(&request.stream_id, &request.topic_id)?;
     require(can_use_groups(actor, stream.id, topic.id))?;
     let group = topic.group(&request.group_id)?;
@@ -205,17 +205,13 @@ pub fn delete_consumer_group(
     })
 }
 
-fn check_topic_name_free(
-    stream: &Stream,
-    name: &str,
-    except: Option<u32>,
-) -> Result<(), ErrorCode> {
+fn check_topic_name_free(stream: &Stream, name: &str, except: Option<u32>) -> Result<(), Refusal> {
     let taken = stream
         .topics
         .values()
         .any(|topic| topic.name == name && Some(topic.id) != except);
     if taken {
-        return Err(ErrorCode::TopicNameAlreadyExists);
+        return Err(Refusal::Taken(Taken::TopicName));
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! Topics take `name`, `message_expiry`, `max_topic_size` and resets of the latter two;
 //! streams take `name`; users take `username` and `status` (`active`/`inactive`).
 
-use proto::ErrorCode;
 use proto::commands::system::{OptionScope, ResourceTarget, UpdateResource};
 
 use super::streams::rename_stream;
@@ -12,6 +11,7 @@ use crate::metadata::options::{check_update_keys, patch_topic_options, update_na
 use crate::metadata::permissions::require;
 use crate::metadata::permissions::{can_manage_stream, can_manage_topic, can_manage_users};
 use crate::metadata::{Metadata, MetadataOp, TopicSettings, User, UserStatus};
+use crate::refusal::{Refusal, TopicOption};
 
 /// Turns a patch into the op that applies it; see the module doc for the keys.
 pub fn update_resource(
@@ -19,7 +19,7 @@ pub fn update_resource(
     actor: &User,
     request: &UpdateResource,
     defaults: &TopicSettings,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     let reset = request.reset.as_slice();
     match &request.target {
         ResourceTarget::Topic {
@@ -45,7 +45,7 @@ pub fn update_resource(
             let name = request.options.get("name").map(update_name).transpose()?;
             match name {
                 Some(name) => rename_stream(metadata, stream.id, &name),
-                None => Err(ErrorCode::InvalidCommand),
+                None => Err(Refusal::Malformed),
             }
         }
         ResourceTarget::User { user_id } => {
@@ -63,10 +63,10 @@ pub fn update_resource(
     }
 }
 
-fn user_status(value: &proto::primitives::TlvEntry) -> Result<UserStatus, ErrorCode> {
+fn user_status(value: &proto::primitives::TlvEntry) -> Result<UserStatus, Refusal> {
     match value.as_str() {
         Some("active") => Ok(UserStatus::Active),
         Some("inactive") => Ok(UserStatus::Inactive),
-        _ => Err(ErrorCode::InvalidOptionValue),
+        _ => Err(Refusal::TopicOption(TopicOption::InvalidValue)),
     }
 }

@@ -4,7 +4,6 @@
 //! Passwords are hashed by the caller's `hash` function, after every other check passed:
 //! hashing is slow and random, so it never runs for a request that will be refused.
 
-use proto::ErrorCode;
 use proto::codec::WireName;
 use proto::commands::legacy::UpdateUser;
 use proto::commands::users::{
@@ -16,6 +15,7 @@ use crate::metadata::options::check_user_create_options;
 use crate::metadata::permissions::{ROOT_USER_ID, can_change_password, can_manage_users, require};
 use crate::metadata::resolve::lowest_free_id;
 use crate::metadata::{Metadata, MetadataOp, User, UserStatus};
+use crate::refusal::{Invalid, Limit, Login, Protected, Refusal, Taken, TopicOption};
 
 /// Username length bounds in bytes (`43 InvalidUsername`).
 pub const USERNAME_LENGTH: core::ops::RangeInclusive<usize> = 3..=50;
@@ -28,13 +28,13 @@ pub fn create_user(
     actor: &User,
     request: &CreateUser,
     now_micros: u64,
-    hash: impl FnOnce(&str) -> Result<String, ErrorCode>,
-) -> Result<MetadataOp, ErrorCode> {
+    hash: impl FnOnce(&str) -> Result<String, Refusal>,
+) -> Result<MetadataOp, Refusal> {
     require(can_manage_users(actor))?;
     check_username(metadata, request.username.as_str(), None)?;
     check_password(request.password.expose())?;
     check_user_create_options(&request.options)?;
-    let id = lowest_free_id(metadata.users.keys().copied()).ok_or(ErrorCode::UsersLimitReached)?;
+    let id = lowest_free_id(metadata.users.keys().copied()).ok_or(Refusal::Limit(Limit::Users))?;
     Ok(MetadataOp::CreateUser {
         id,
         username: String::from(request.username.as_str()),
@@ -62,11 +62,11 @@ pub fn delete_user(
     metadata: &Metadata,
     actor: &User,
     request: &DeleteUser,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     require(can_manage_users(actor))?;
     let user = metadata.user(&request.user_id)?;
     if user.id == ROOT_USER_ID {
-        return Err(ErrorCode::CannotDeleteUser);
+        return Err(Refusal::Protected(Protected::DeleteUser));
     }
     Ok(MetadataOp::DeleteUser { id: user.id })
 }
@@ -76,11 +76,11 @@ pub fn update_permissions(
     metadata: &Metadata,
     actor: &User,
     request: &UpdatePermissions,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     require(can_manage_users(actor))?;
     let user = metadata.user(&request.user_id)?;
     if user.id == ROOT_USER_ID {
-        return Err(ErrorCode::CannotChangePermissions);
+        return Err(Refusal::Protected(Protected::ChangePermissions));
     }
     Ok(MetadataOp::UpdatePermissions {
         id: user.id,
@@ -98,13 +98,13 @@ pub fn change_password(
     actor: &User,
     request: &ChangePassword,
     current_matches: impl FnOnce(&str) -> bool,
-    hash: impl FnOnce(&str) -> Result<String, ErrorCode>,
-) -> Result<MetadataOp, ErrorCode> {
+    hash: impl FnOnce(&str) -> Result<String, Refusal>,
+) -> Result<MetadataOp, Refusal> {
     let user = metadata.user(&request.user_id)?;
     require(can_change_password(actor, user.id))?;
     check_password(request.new_password.expose())?;
     if !current_matches(&user.password_hash) {
-        return Err(ErrorCode::InvalidCredentials);
+        return Err(Refusal::Login(Login::Credentials));
     }
     Ok(MetadataOp::ChangePassword {
         id: user.id,
@@ -118,15 +118,15 @@ pub fn update_user_legacy(
     metadata: &Metadata,
     actor: &User,
     request: &UpdateUser,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     require(can_manage_users(actor))?;
     let user = metadata.user(&request.user_id)?;
     if !request.options.is_empty() {
-        return Err(ErrorCode::UnsupportedOptionKey);
+        return Err(Refusal::TopicOption(TopicOption::UnsupportedKey));
     }
     let status = match request.status {
         None => None,
-        Some(byte) => Some(WireStatus::from_u8(byte).ok_or(ErrorCode::InvalidUserStatus)?),
+        Some(byte) => Some(WireStatus::from_u8(byte).ok_or(Refusal::Invalid(Invalid::UserStatus))?),
     };
     let username = request.username.as_ref().map(WireName::as_str);
     update_user_op(metadata, user, username, status.map(UserStatus::from))
@@ -138,9 +138,9 @@ pub(super) fn update_user_op(
     user: &User,
     username: Option<&str>,
     status: Option<UserStatus>,
-) -> Result<MetadataOp, ErrorCode> {
+) -> Result<MetadataOp, Refusal> {
     if user.id == ROOT_USER_ID && (username.is_some() || status.is_some()) {
-        return Err(ErrorCode::CannotModifyRootUser);
+        return Err(Refusal::Protected(Protected::RootUser));
     }
     if let Some(username) = username {
         check_username(metadata, username, Some(user.id))?;
@@ -152,28 +152,24 @@ pub(super) fn update_user_op(
     })
 }
 
-fn check_username(
-    metadata: &Metadata,
-    username: &str,
-    except: Option<u32>,
-) -> Result<(), ErrorCode> {
+fn check_username(metadata: &Metadata, username: &str, except: Option<u32>) -> Result<(), Refusal> {
     if !USERNAME_LENGTH.contains(&username.len()) {
-        return Err(ErrorCode::InvalidUsername);
+        return Err(Refusal::Invalid(Invalid::Username));
     }
     let taken = metadata
         .users
         .values()
         .any(|user| user.username == username && Some(user.id) != except);
     if taken {
-        return Err(ErrorCode::UserAlreadyExists);
+        return Err(Refusal::Taken(Taken::User));
     }
     Ok(())
 }
 
-fn check_password(password: &str) -> Result<(), ErrorCode> {
+fn check_password(password: &str) -> Result<(), Refusal> {
     if PASSWORD_LENGTH.contains(&password.len()) {
         Ok(())
     } else {
-        Err(ErrorCode::InvalidPassword)
+        Err(Refusal::Invalid(Invalid::Password))
     }
 }
