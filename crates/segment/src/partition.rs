@@ -25,8 +25,12 @@
 //! - a close answers the jobs queued behind it with [`PartitionError::Closed`] (by dropping
 //!   their reply senders) and closes the channel, so later sends fail the same way.
 
+use std::future::{Future, poll_fn};
+use std::io;
 use std::path::PathBuf;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::Poll;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
 use crossfire::{AsyncRx, MAsyncTx, mpsc};
@@ -34,7 +38,7 @@ use proto::batch::Producer;
 
 use crate::log::{
     AppendError, Durability, LogConfig, OpenError, PartitionLog, ReadError, ReadStart, Records,
-    SegmentInfo,
+    SegmentInfo, SyncStart,
 };
 use crate::offsets::{ConsumerOffsets, OffsetError, OffsetOwner};
 use crate::producers::{Admission, ProducerRefusal, ProducerTable};
@@ -76,7 +80,7 @@ pub enum PartitionError {
     Remove {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: io::Error,
     },
     #[error("close")]
     Close(#[source] AppendError),
@@ -239,7 +243,13 @@ struct Task<S: Storage> {
     /// Called after every append round, purge and close, so the owner can wake readers
     /// parked until the partition changes.
     on_change: Box<dyn Fn()>,
+    /// `Replicated`'s threshold sync while it runs beside the appends (see
+    /// `log::background_sync`).
+    syncing: Option<RunningSync>,
 }
+
+/// A threshold sync in flight, with what it covers.
+type RunningSync = Pin<Box<dyn Future<Output = (io::Result<()>, SyncStart)>>>;
 
 /// An append done in the current round, waiting for the round's sync.
 struct Pending {
@@ -282,6 +292,7 @@ impl PartitionHandle {
             poison: None,
             shared: Arc::clone(&shared),
             on_change: Box::new(on_change),
+            syncing: None,
         };
         compio::runtime::spawn(task.run()).detach();
         Ok(Self { sender, shared })
@@ -426,18 +437,88 @@ impl PartitionHandle {
 impl<S: Storage + Clone + 'static> Task<S> {
     async fn run(mut self) {
         let mut round: Vec<Pending> = Vec::with_capacity(GROUP_MAX);
-        while let Ok(first) = self.receiver.recv().await {
+        while let Some(first) = self.next_job().await {
             let next = self.run_round(first, &mut round).await;
             self.finish_round(&mut round).await;
             assert!(round.is_empty());
-            if let Some(job) = next
-                && self.serve(job).await
-            {
-                return;
+            if let Some(job) = next {
+                // Reads, offsets, purges and the close see the log as the sync left it.
+                self.settle_sync().await;
+                if self.serve(job).await {
+                    return;
+                }
             }
         }
         // Every handle is gone; close as well as we can, with nobody to tell.
+        self.settle_sync().await;
         let _ = self.close(false).await;
+    }
+
+    /// The next job, `None` once every handle is gone. A threshold sync in flight that
+    /// finishes first is settled meanwhile, and the next one started if due.
+    async fn next_job(&mut self) -> Option<Job> {
+        loop {
+            let finished = {
+                let Some(sync) = self.syncing.as_mut() else {
+                    return self.receiver.recv().await.ok();
+                };
+                // Receiving is cancel-safe: a job is never lost when the sync wins.
+                let mut receive = pin!(self.receiver.recv());
+                let first = poll_fn(|context| {
+                    if let Poll::Ready(finished) = sync.as_mut().poll(context) {
+                        return Poll::Ready(Err(finished));
+                    }
+                    receive.as_mut().poll(context).map(Ok)
+                })
+                .await;
+                match first {
+                    Ok(job) => return job.ok(),
+                    Err(finished) => finished,
+                }
+            };
+            self.syncing = None;
+            self.finish_sync(finished).await;
+            self.start_sync_if_due().await;
+        }
+    }
+
+    /// Starts `Replicated`'s threshold sync when it is due and none runs (inline when no
+    /// second file handle can be had).
+    async fn start_sync_if_due(&mut self) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        if self.syncing.is_some() || !log.sync_due() {
+            return;
+        }
+        match log.start_sync() {
+            Ok((sync, start)) => {
+                self.syncing = Some(Box::pin(async move { (sync.await, start) }));
+            }
+            Err(error) => {
+                log::warn!(
+                    "partition {}: threshold sync inline: {error}",
+                    self.spec.directory.display()
+                );
+                log.sync_if_due().await;
+                self.shared.stats.set(PartitionStats::of(log));
+            }
+        }
+    }
+
+    /// Waits for the threshold sync in flight, if any, and records it.
+    async fn settle_sync(&mut self) {
+        if let Some(sync) = self.syncing.take() {
+            let finished = sync.await;
+            self.finish_sync(finished).await;
+        }
+    }
+
+    async fn finish_sync(&mut self, (synced, start): (io::Result<()>, SyncStart)) {
+        if let Some(log) = self.log.as_mut() {
+            log.finish_sync(synced, start).await;
+            self.shared.stats.set(PartitionStats::of(log));
+        }
     }
 
     /// Appends `first` and then the appends already queued, up to [`GROUP_MAX`]; returns the
@@ -548,6 +629,8 @@ impl<S: Storage + Clone + 'static> Task<S> {
             pending.reply.send((result, pending.batch));
         }
         (self.on_change)();
+        // After the answers, so no appender waits for it.
+        self.start_sync_if_due().await;
     }
 
     /// Serves a job other than an append; returns `true` when the task ends.

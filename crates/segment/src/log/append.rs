@@ -63,7 +63,7 @@ impl<S: Storage> PartitionLog<S> {
             },
             Err(error) => return (Err(error), batch),
         };
-        (self.after_write(appended).await, batch)
+        (Ok(self.after_write(appended)), batch)
     }
 
     /// Seals a full segment and reserves offsets before a record is written. Nothing is
@@ -154,25 +154,13 @@ impl<S: Storage> PartitionLog<S> {
         (indexed, batch)
     }
 
-    /// Applies the durability rule after a write.
-    async fn after_write(&mut self, mut appended: Appended) -> Result<Appended, AppendError> {
+    /// Applies the durability rule after a write: `Persisted` needs a sync before the
+    /// acknowledgement; `Replicated` acknowledges what reached the kernel and leaves the
+    /// threshold sync to the caller, after it answered (see `background_sync`).
+    fn after_write(&mut self, mut appended: Appended) -> Appended {
         self.unsynced_messages += u64::from(appended.message_count);
-        match self.config.durability {
-            Durability::Persisted => appended.needs_sync = true,
-            Durability::Replicated => {
-                let unsynced_bytes = self.active().size_bytes - self.synced_size;
-                let by_count =
-                    self.unsynced_messages >= u64::from(self.config.messages_required_to_save);
-                let by_size = unsynced_bytes >= self.config.size_of_messages_required_to_save;
-                // The record reached the kernel, which is all `Replicated` acknowledges: a
-                // failed sync poisons the log (every later append is refused, and it is
-                // logged) but does not fail this append, whose retry would duplicate it.
-                if (by_count || by_size) && self.sync().await.is_err() {
-                    assert!(self.refusal.is_some(), "a failed sync poisons the log");
-                }
-            }
-        }
-        Ok(appended)
+        appended.needs_sync = self.config.durability == Durability::Persisted;
+        appended
     }
 }
 

@@ -20,6 +20,7 @@
 //! - any failed fdatasync (log, index, state, directory) poisons the log ([`Refusal`]).
 
 mod append;
+mod background_sync;
 mod config;
 mod error;
 pub(crate) mod open;
@@ -28,6 +29,7 @@ mod retention;
 mod segment;
 
 pub use append::Appended;
+pub use background_sync::SyncStart;
 pub use config::{Durability, LogConfig};
 pub use error::{AppendError, OpenError, ReadError};
 pub use open::{Cut, Damage, RecoveryReport};

@@ -63,6 +63,8 @@ pub(super) fn append(log: &mut PartitionLog<MemoryStorage>, bytes: Vec<u8>, now:
     if appended.needs_sync {
         run(log.sync()).unwrap();
     }
+    // As the partition task does after answering.
+    run(log.sync_if_due());
     appended
 }
 
@@ -180,6 +182,38 @@ fn replicated_appends_survive_a_process_crash() {
     assert_eq!(
         offsets(&run(log.read(ReadStart::First, 1000, u64::MAX)).unwrap()).len(),
         21
+    );
+}
+
+#[test]
+fn a_replicated_threshold_sync_waits_for_the_caller_not_the_append() {
+    let storage = MemoryStorage::new();
+    let mut every_four = config(1 << 20, Durability::Replicated);
+    every_four.messages_required_to_save = 4;
+    let (mut log, _) = open(&storage, every_four);
+    let before = storage.syncs();
+    let (first, _) = run(log.append(batch(2, b"one"), 5));
+    assert!(!first.unwrap().needs_sync);
+    assert!(!log.sync_due(), "2 of 4 messages");
+    let (second, _) = run(log.append(batch(2, b"two"), 6));
+    assert!(
+        !second.unwrap().needs_sync,
+        "Replicated acknowledges without a sync"
+    );
+    assert_eq!(storage.syncs(), before, "the append itself did not sync");
+    assert!(log.sync_due());
+    run(log.sync_if_due());
+    assert_eq!(storage.syncs(), before + 1);
+    assert!(!log.sync_due() && !log.has_unsynced());
+    run(log.sync_if_due());
+    assert_eq!(storage.syncs(), before + 1, "nothing due, nothing synced");
+    storage.crash(CrashMode::DropUnsynced);
+    let (log, _) = open(&storage, every_four);
+    let kept = offsets(&run(log.read(ReadStart::First, 1000, u64::MAX)).unwrap());
+    assert_eq!(
+        kept,
+        [0, 1, 2, 3],
+        "the threshold sync made both records durable"
     );
 }
 

@@ -16,7 +16,7 @@ use proto::batch::{OutgoingMessage, encode_batch};
 
 use super::*;
 use crate::storage::compio::{CompioFile, CompioStorage};
-use crate::storage::memory::{Faults, MemoryStorage};
+use crate::storage::memory::{CrashMode, Faults, MemoryStorage};
 use crate::storage::{BufResult, StorageFile};
 
 const APPENDERS: usize = 8;
@@ -30,6 +30,7 @@ fn concurrent_persisted_appenders_share_fdatasyncs_on_files() {
     let storage = CountingStorage {
         inner: CompioStorage::new(),
         syncs: Rc::clone(&syncs),
+        gate: Rc::default(),
     };
     runtime().block_on(async {
         let spec = spec(&directory.0, Durability::Persisted);
@@ -101,6 +102,85 @@ fn replicated_appends_are_acknowledged_without_a_sync_each() {
         assert_eq!(storage.syncs(), before);
         handle.close(false).await.unwrap();
         assert!(storage.syncs() > before);
+    });
+}
+
+/// A `Replicated` partition whose threshold asks for a sync every `messages` messages.
+fn syncing_every(messages: u32) -> PartitionSpec {
+    let mut spec = spec(&directory(), Durability::Replicated);
+    spec.log.messages_required_to_save = messages;
+    spec
+}
+
+#[test]
+fn replicated_threshold_syncs_run_beside_the_appends_and_before_reads() {
+    let memory = MemoryStorage::new();
+    let syncs = Rc::new(Cell::new(0));
+    let storage = CountingStorage {
+        inner: memory.clone(),
+        syncs: Rc::clone(&syncs),
+        gate: Rc::default(),
+    };
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(storage.clone(), syncing_every(6), || {})
+            .await
+            .unwrap();
+        let before = syncs.get();
+        storage.gate.set_shut(true);
+        // The second append reaches the threshold; its sync hangs behind the gate, yet it
+        // and the appends after it are answered.
+        for index in 0..4_u64 {
+            let appended = handle.append(batch(3, None), 1_000 + index, None).await;
+            assert_eq!(appended.unwrap().base_offset, index * 3);
+        }
+        assert_eq!(syncs.get(), before, "the sync still waits");
+        // A read waits for the sync in flight; it then sees it done.
+        let reading = handle.clone();
+        let reader = compio::runtime::spawn(async move {
+            reading.read(ReadStart::First, 100, u64::MAX).await
+        });
+        compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        assert!(!reader.is_finished(), "the read waits for the sync");
+        storage.gate.set_shut(false);
+        assert_eq!(reader.await.unwrap().unwrap().messages_count, 12);
+        assert!(syncs.get() > before);
+        memory.crash(CrashMode::DropUnsynced);
+    });
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(memory.clone(), syncing_every(6), || {})
+            .await
+            .unwrap();
+        let records = handle.read(ReadStart::First, 100, u64::MAX).await.unwrap();
+        assert!(
+            records.messages_count >= 6,
+            "what the threshold sync covered survives: {}",
+            records.messages_count
+        );
+    });
+}
+
+#[test]
+fn a_failed_threshold_sync_poisons_the_partition_but_keeps_its_acknowledgements() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(storage.clone(), syncing_every(2), || {})
+            .await
+            .unwrap();
+        storage.set_faults(Faults {
+            sync_errors: 1,
+            ..Faults::default()
+        });
+        let acknowledged = handle.append(batch(2, None), 1_000, None).await;
+        assert!(acknowledged.is_ok(), "reached the kernel: {acknowledged:?}");
+        let refused = handle.append(batch(1, None), 2_000, None).await;
+        assert!(
+            matches!(
+                refused,
+                Err(PartitionError::Append(AppendError::Poisoned { .. }))
+            ),
+            "{refused:?}"
+        );
+        assert!(handle.stats().quarantined);
     });
 }
 
@@ -370,29 +450,61 @@ fn runtime() -> compio::runtime::Runtime {
     compio::runtime::Runtime::new().unwrap()
 }
 
-/// The compio storage, counting `sync_data` calls on its files.
+/// A storage (compio's unless told) counting `sync_data` calls on its files, whose syncs
+/// wait while its gate is shut.
 #[derive(Clone)]
-struct CountingStorage {
-    inner: CompioStorage,
+struct CountingStorage<S = CompioStorage> {
+    inner: S,
     syncs: Rc<Cell<u64>>,
+    gate: Rc<SyncGate>,
 }
 
-struct CountingFile {
-    inner: CompioFile,
+struct CountingFile<F = CompioFile> {
+    inner: F,
     syncs: Rc<Cell<u64>>,
+    gate: Rc<SyncGate>,
 }
 
-impl Storage for CountingStorage {
+/// Holds every `sync_data` of a [`CountingStorage`] while shut.
+#[derive(Default)]
+struct SyncGate {
+    shut: Cell<bool>,
+    waiting: std::cell::RefCell<Vec<std::task::Waker>>,
+}
+
+impl SyncGate {
+    fn set_shut(&self, shut: bool) {
+        self.shut.set(shut);
+        if !shut {
+            self.waiting.take().into_iter().for_each(std::task::Waker::wake);
+        }
+    }
+
+    async fn passed(&self) {
+        poll_fn(|context| {
+            if self.shut.get() {
+                self.waiting.borrow_mut().push(context.waker().clone());
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await;
+    }
+}
+
+impl<S: Storage> Storage for CountingStorage<S> {
     fn boot_id(&self) -> Option<[u8; 16]> {
         self.inner.boot_id()
     }
 
-    type File = CountingFile;
+    type File = CountingFile<S::File>;
 
-    async fn open(&self, path: &Path, create: bool) -> io::Result<CountingFile> {
+    async fn open(&self, path: &Path, create: bool) -> io::Result<Self::File> {
         Ok(CountingFile {
             inner: self.inner.open(path, create).await?,
             syncs: Rc::clone(&self.syncs),
+            gate: Rc::clone(&self.gate),
         })
     }
 
@@ -408,10 +520,11 @@ impl Storage for CountingStorage {
         self.inner.create_dir_all(path).await
     }
 
-    async fn open_private(&self, path: &Path) -> io::Result<CountingFile> {
+    async fn open_private(&self, path: &Path) -> io::Result<Self::File> {
         Ok(CountingFile {
             inner: self.inner.open_private(path).await?,
             syncs: Rc::clone(&self.syncs),
+            gate: Rc::clone(&self.gate),
         })
     }
 
@@ -436,7 +549,7 @@ impl Storage for CountingStorage {
     }
 }
 
-impl StorageFile for CountingFile {
+impl<F: StorageFile> StorageFile for CountingFile<F> {
     async fn read_at<B: IoBufMut>(&self, buffer: B, position: u64) -> BufResult<usize, B> {
         self.inner.read_at(buffer, position).await
     }
@@ -445,7 +558,16 @@ impl StorageFile for CountingFile {
         self.inner.write_all_at(buffer, position).await
     }
 
+    fn duplicate(&self) -> io::Result<Self> {
+        Ok(Self {
+            inner: self.inner.duplicate()?,
+            syncs: Rc::clone(&self.syncs),
+            gate: Rc::clone(&self.gate),
+        })
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
+        self.gate.passed().await;
         self.syncs.set(self.syncs.get() + 1);
         self.inner.sync_data().await
     }
@@ -539,7 +661,7 @@ fn a_full_disk_refuses_an_append_and_the_same_batch_then_takes_its_offset() {
         let read = handle.read(ReadStart::First, 100, 1 << 20).await.unwrap();
         assert_eq!((read.messages_count, read.last_offset), (8, Some(7)));
         handle.close(false).await.unwrap();
-        storage.crash(crate::storage::memory::CrashMode::DropUnsynced);
+        storage.crash(CrashMode::DropUnsynced);
         let (log, _) = PartitionLog::open(storage, &directory(), spec.log)
             .await
             .unwrap();

@@ -136,6 +136,13 @@ impl StorageFile for CompioFile {
         (Ok(()), buffer)
     }
 
+    fn duplicate(&self) -> io::Result<Self> {
+        // compio's file is a shared descriptor: a clone is the same open file.
+        Ok(Self {
+            file: self.file.clone(),
+        })
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
         self.file.sync_data().await
     }

@@ -110,6 +110,13 @@ impl<L: StorageFile, R: StorageFile> StorageFile for EitherFile<L, R> {
         either_file!(self, file => file.sync_data().await)
     }
 
+    fn duplicate(&self) -> io::Result<Self> {
+        Ok(match self {
+            EitherFile::Left(file) => EitherFile::Left(file.duplicate()?),
+            EitherFile::Right(file) => EitherFile::Right(file.duplicate()?),
+        })
+    }
+
     async fn size(&self) -> io::Result<u64> {
         either_file!(self, file => file.size().await)
     }

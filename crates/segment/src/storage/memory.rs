@@ -437,6 +437,13 @@ impl StorageFile for MemoryFile {
         }
     }
 
+    fn duplicate(&self) -> io::Result<Self> {
+        Ok(Self {
+            storage: self.storage.clone(),
+            path: self.path.clone(),
+        })
+    }
+
     async fn sync_data(&self) -> io::Result<()> {
         self.storage.take_operation()?;
         self.storage.take_fault(|faults| &mut faults.sync_errors)?;

@@ -93,6 +93,12 @@ pub trait StorageFile {
     /// `fdatasync`: everything written so far survives power loss once this returns.
     fn sync_data(&self) -> impl Future<Output = io::Result<()>>;
 
+    /// A second handle on the same open file, so a sync can run beside later writes
+    /// through this one (a sync through either covers what both wrote before it).
+    fn duplicate(&self) -> io::Result<Self>
+    where
+        Self: Sized;
+
     /// The file size in bytes.
     fn size(&self) -> impl Future<Output = io::Result<u64>>;
 

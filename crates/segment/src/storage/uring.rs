@@ -189,6 +189,13 @@ impl StorageFile for UringFile {
         ready((Ok(()), buffer))
     }
 
+    fn duplicate(&self) -> io::Result<Self> {
+        Ok(Self {
+            ring: Rc::clone(&self.ring),
+            file: self.file.try_clone()?,
+        })
+    }
+
     fn sync_data(&self) -> impl Future<Output = io::Result<()>> {
         let entry = opcode::Fsync::new(self.descriptor())
             .flags(types::FsyncFlags::DATASYNC)

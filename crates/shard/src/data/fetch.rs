@@ -201,7 +201,9 @@ async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
         let poll = match &target.plan {
             Ok(poll) => poll,
             Err(refusal) => {
-                fetched.sections.push(refused(target.partition_id, *refusal));
+                fetched
+                    .sections
+                    .push(refused(target.partition_id, *refusal));
                 continue;
             }
         };
