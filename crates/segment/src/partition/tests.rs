@@ -136,9 +136,10 @@ fn replicated_threshold_syncs_run_beside_the_appends_and_before_reads() {
         assert_eq!(syncs.get(), before, "the sync still waits");
         // A read waits for the sync in flight; it then sees it done.
         let reading = handle.clone();
-        let reader = compio::runtime::spawn(async move {
-            reading.read(ReadStart::First, 100, u64::MAX).await
-        });
+        let reader =
+            compio::runtime::spawn(
+                async move { reading.read(ReadStart::First, 100, u64::MAX).await },
+            );
         compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
         assert!(!reader.is_finished(), "the read waits for the sync");
         storage.gate.set_shut(false);
@@ -476,7 +477,10 @@ impl SyncGate {
     fn set_shut(&self, shut: bool) {
         self.shut.set(shut);
         if !shut {
-            self.waiting.take().into_iter().for_each(std::task::Waker::wake);
+            self.waiting
+                .take()
+                .into_iter()
+                .for_each(std::task::Waker::wake);
         }
     }
 
