@@ -55,6 +55,11 @@ pub const GROUP_MAX: usize = 64;
 
 const _: () = assert!(GROUP_MAX >= 1 && GROUP_MAX <= QUEUE_MAX);
 
+/// Index entries that wait in memory before a threshold sync writes them to their files
+/// (the seal and the close write the rest): few enough writes per record, files close
+/// enough to the log.
+const INDEX_WRITE_MIN: usize = 64;
+
 /// A partition job failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
@@ -490,6 +495,12 @@ impl<S: Storage + Clone + 'static> Task<S> {
         };
         if self.syncing.is_some() || !log.sync_due() {
             return;
+        }
+        if let Err(error) = log.write_waiting_entries(INDEX_WRITE_MIN).await {
+            log::warn!(
+                "partition {}: index entries wait for the next try: {error}",
+                self.spec.directory.display()
+            );
         }
         match log.start_sync() {
             Ok((sync, start)) => {

@@ -183,3 +183,36 @@ fn a_missing_index_and_a_torn_log_tail_are_reported() {
         "{torn}"
     );
 }
+
+#[test]
+fn the_active_segments_lagging_index_is_no_problem_a_sealed_ones_is() {
+    let storage = written();
+    let names = run(storage.list_dir(&partition())).unwrap();
+    let starts = segment_starts(&names);
+    let active = SegmentPaths::new(&partition(), *starts.last().unwrap());
+    // After a crash the active segment's entries lag the log, even in a partial entry: its
+    // files are written in bulk, and start-up completes them.
+    let index = storage.contents(&active.index).unwrap();
+    assert!(index.len() >= 16, "the active segment holds two records");
+    storage.replace(&active.index, index[..index.len() - 3].to_vec());
+    storage.replace(&active.time_index, Vec::new());
+    assert_eq!(run(check_partition(&storage, &partition())), []);
+    // A disagreeing entry in it is still damage, and a sealed segment must be whole.
+    flip(&storage, &active.index, 0);
+    let sealed = first_segment();
+    let index = storage.contents(&sealed.index).unwrap();
+    storage.replace(&sealed.index, index[..index.len() - 8].to_vec());
+    let problems: Vec<Problem> = run(check_partition(&storage, &partition()))
+        .into_iter()
+        .map(|finding| finding.problem)
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        matches!(problems[0], Problem::IndexShort { .. }),
+        "{problems:?}"
+    );
+    assert!(
+        matches!(problems[1], Problem::IndexMismatch { entry: 0 }),
+        "{problems:?}"
+    );
+}

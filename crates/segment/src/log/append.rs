@@ -87,8 +87,10 @@ impl<S: Storage> PartitionLog<S> {
     /// Seals the active segment (trimmed, synced, indexes closed) and starts the next one.
     async fn roll(&mut self) -> Result<(), AppendError> {
         let next_offset = self.next_offset();
-        // A failed write may have left bytes past the last record, and a sealed segment must
-        // end at its last record or recovery finds damage in it. Retryable: nothing changed.
+        // A sealed segment's indexes must hold every record (recovery trusts them), and it
+        // must end at its last record (a failed write may have left bytes past it). Both
+        // are retryable: nothing changed.
+        self.active_mut().write_entries().await?;
         self.active().trim().await?;
         if let Err(error) = self.active_mut().seal().await {
             // Every failure of a seal is a failed fdatasync.
@@ -138,20 +140,13 @@ impl<S: Storage> PartitionLog<S> {
             position: u32::try_from(position).unwrap_or(u32::MAX),
             timestamp,
         };
-        let before = (active.size_bytes, active.next_offset, active.last_timestamp);
         active.size_bytes = position + length;
         active.next_offset = base_offset + u64::from(message_count);
         active.last_timestamp = timestamp;
-        let indexed = active.write_entry(entry).await;
-        if indexed.is_err() {
-            // Refused as a whole (a full disk, say): the record is cut off the log again and
-            // not counted, so a retry of this append is not a duplicate, even after a restart.
-            // Should the cut fail too, the next append overwrites the record in place; only a
-            // crash before that could bring the refused record back.
-            (active.size_bytes, active.next_offset, active.last_timestamp) = before;
-            let _cut = active.log.set_len(position).await;
-        }
-        (indexed, batch)
+        // The entry reaches the index files later, in bulk (`Segment::write_entries`): one
+        // write per record instead of three.
+        active.entries.push(entry);
+        (Ok(()), batch)
     }
 
     /// Applies the durability rule after a write: `Persisted` needs a sync before the

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use super::PartitionLog;
 use super::config::Durability;
+use super::error::AppendError;
 use crate::storage::{Storage, StorageFile};
 
 /// What a started sync will cover, handed back to [`PartitionLog::finish_sync`].
@@ -82,6 +83,16 @@ impl<S: Storage> PartitionLog<S> {
             self.synced_size = start.size;
             self.unsynced_messages = self.unsynced_messages.saturating_sub(start.messages);
         }
+    }
+
+    /// Writes the index entries that wait in memory once there are at least `at_least`, so
+    /// the files stay near the log between seals (for `iggy check` after a crash; start-up
+    /// rebuilds them either way). A failure (a full disk) leaves them waiting.
+    pub async fn write_waiting_entries(&mut self, at_least: usize) -> Result<(), AppendError> {
+        if self.active().waiting_entries() < at_least.max(1) {
+            return Ok(());
+        }
+        self.active_mut().write_entries().await
     }
 
     /// The threshold sync inline, when due: for callers without a task to run it beside

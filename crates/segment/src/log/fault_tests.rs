@@ -334,9 +334,9 @@ fn check_dense(log: &PartitionLog<MemoryStorage>, end: u64) {
 
 #[test]
 fn a_full_disk_refuses_an_append_cleanly_and_the_retry_takes_its_offset() {
-    // A record writes 366 log bytes, 8 index bytes and 12 time-index bytes: the disk fills
-    // at every byte of the three writes.
-    let needed = RECORD_BYTES as u64 + 8 + 12;
+    // A record writes 366 log bytes (its index entries wait in memory for the seal or the
+    // close): the disk fills at every byte of the write.
+    let needed = RECORD_BYTES as u64;
     for durability in [Durability::Replicated, Durability::Persisted] {
         for slack in 0..=needed {
             let (storage, mut log) = nearly_full(durability, slack);
@@ -635,4 +635,81 @@ fn an_unreadable_state_file_reopens_from_the_segments() {
         append(&mut log, batch(2, PAYLOAD), 99);
         assert_eq!(all(&log).len(), 26);
     }
+}
+
+#[test]
+fn index_entries_wait_for_the_seal_and_a_full_disk_there_is_retried() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    for round in 0..3 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    let index = |start| {
+        let paths = SegmentPaths::new(&directory(), start);
+        (
+            storage.contents(&paths.index).unwrap().len(),
+            storage.contents(&paths.time_index).unwrap().len(),
+        )
+    };
+    assert_eq!(index(0), (0, 0), "the entries wait in memory");
+    // The fourth append seals segment 0, whose entries must reach their files first. With
+    // room for one entry only, the append is refused and nothing else changes.
+    storage.set_capacity(Some(storage.used_bytes() + 8));
+    let error = refused(&mut log);
+    assert!(is_no_space(&error), "{error}");
+    assert!(!log.refuses_appends());
+    assert_eq!(log.next_offset(), 6);
+    storage.set_capacity(None);
+    assert_eq!(append(&mut log, batch(2, PAYLOAD), 30).base_offset, 6);
+    assert_eq!(
+        index(0),
+        (3 * 8, 3 * 12),
+        "the sealed segment's indexes hold its records"
+    );
+    assert_eq!(index(6), (0, 0));
+    drop(log);
+    storage.crash(CrashMode::DropUnsynced);
+    let (log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert_eq!(
+        report.rebuilt_indexes,
+        [6],
+        "segment 0's indexes are trusted"
+    );
+    check_dense(&log, 8);
+    // After a power loss offsets resume past the reservation, in a new segment: segment 6
+    // is sealed now, its indexes written whole at the open.
+    assert_eq!(index(6), (8, 12));
+    run(log.close()).unwrap();
+}
+
+#[test]
+fn a_crash_on_a_full_disk_still_opens_and_keeps_the_agreeing_index_entries() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(1 << 20, Durability::Persisted));
+    for round in 0..3 {
+        append(&mut log, batch(2, PAYLOAD), 10 + round);
+    }
+    run(log.close()).unwrap();
+    let (mut log, _) = open(&storage, config(1 << 20, Durability::Persisted));
+    append(&mut log, batch(2, PAYLOAD), 20);
+    drop(log);
+    storage.crash(CrashMode::ProcessOnly);
+    storage.set_capacity(Some(storage.used_bytes()));
+    let (log, report) = open(&storage, config(1 << 20, Durability::Persisted));
+    assert_eq!(report.rebuilt_indexes, [0]);
+    check_dense(&log, 8);
+    let index = storage
+        .contents(&SegmentPaths::new(&directory(), 0).index)
+        .unwrap();
+    assert_eq!(
+        index.len(),
+        3 * 8,
+        "the three entries written at the close stay"
+    );
+    storage.set_capacity(None);
+    run(log.close()).unwrap();
+    let index = storage
+        .contents(&SegmentPaths::new(&directory(), 0).index)
+        .unwrap();
+    assert_eq!(index.len(), 4 * 8);
 }

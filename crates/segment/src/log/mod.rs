@@ -225,6 +225,7 @@ impl<S: Storage> PartitionLog<S> {
             Some(refusal @ Refusal::Poisoned { .. }) => return Err(refusal.error()),
             None => {}
         }
+        self.active_mut().write_entries().await?;
         self.sync().await?;
         let next_offset = self.next_offset();
         let boot_id = self.storage.boot_id().unwrap_or_default();
@@ -422,6 +423,15 @@ async fn start_active<S: Storage>(
         // It was scanned as the active segment; sealing makes all of it durable, as every
         // sealed segment is (recovery treats any stop in a sealed segment as damage).
         let path = previous.paths.log.clone();
+        // Its entries are in memory; should the disk have no room for them, the files stay
+        // short and the next open rebuilds them (a sealed segment whose last entry does not
+        // end its log is scanned), rather than the partition not opening.
+        if let Err(error) = previous.write_entries().await {
+            log::warn!(
+                "{}: index entries not written at the seal: {error}",
+                path.display()
+            );
+        }
         previous.seal().await.map_err(wrap("seal", &path))?;
     }
     let active = Segment::create(storage, directory, next_offset)

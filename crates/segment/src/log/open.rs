@@ -208,12 +208,14 @@ async fn recover_segment<S: Storage>(
         paths,
         log,
         indexes: None,
+        written_entries: found.entries.len(),
         entries: found.entries,
         size_bytes: found.size_bytes,
         next_offset: found.next_offset,
         last_timestamp: found.last_timestamp,
     };
-    if !damaged && stored.as_ref() != Some(&segment.entries) {
+    let agrees = stored.as_ref() == Some(&segment.entries);
+    if !damaged && !agrees && !active {
         segment
             .rewrite_indexes(storage)
             .await
@@ -226,8 +228,40 @@ async fn recover_segment<S: Storage>(
     }
     if active {
         open_indexes(storage, &mut segment).await?;
+        if !damaged && !agrees {
+            let stored = stored.as_deref().unwrap_or_default();
+            keep_agreeing_entries(&mut segment, stored).await?;
+            report.rebuilt_indexes.push(start_offset);
+        }
     }
     Ok(segment)
+}
+
+/// The active segment's index files cut to the entries they hold that agree with the scan;
+/// the rest wait in memory, as an append's do, for the next `Segment::write_entries`. Only
+/// cuts: a full disk must not keep the partition from opening.
+async fn keep_agreeing_entries<F: StorageFile>(
+    segment: &mut Segment<F>,
+    stored: &[IndexEntry],
+) -> Result<(), OpenError> {
+    let agreed = stored
+        .iter()
+        .zip(&segment.entries)
+        .take_while(|(stored, scanned)| stored == scanned)
+        .count();
+    if let Some((index, time_index)) = &segment.indexes {
+        let agreed = agreed as u64;
+        index
+            .set_len(agreed * 8)
+            .await
+            .map_err(io("truncate", &segment.paths.index))?;
+        time_index
+            .set_len(agreed * 12)
+            .await
+            .map_err(io("truncate", &segment.paths.time_index))?;
+    }
+    segment.written_entries = agreed;
+    Ok(())
 }
 
 /// The valid records of a segment and where they end.

@@ -17,6 +17,11 @@ pub(crate) struct Segment<F> {
     /// Open only while the segment is active; sealed segments keep their entries in memory.
     pub(crate) indexes: Option<(F, F)>,
     pub(crate) entries: Vec<IndexEntry>,
+    /// `entries[..written_entries]` are in the index files; the rest wait in memory for
+    /// [`Self::write_entries`]. Reads use the entries in memory, and recovery rebuilds the
+    /// active segment's indexes from its scan, so an entry only has to reach its file
+    /// before the seal (see `FORMAT.md` §9).
+    pub(crate) written_entries: usize,
     /// Bytes of valid records in the `.log`.
     pub(crate) size_bytes: u64,
     /// The offset after the last record (the start offset when empty).
@@ -54,6 +59,7 @@ impl<F: StorageFile> Segment<F> {
             log,
             indexes: Some((index, time_index)),
             entries: Vec::new(),
+            written_entries: 0,
             size_bytes: 0,
             next_offset: start_offset,
             last_timestamp: 0,
@@ -74,21 +80,34 @@ impl<F: StorageFile> Segment<F> {
         self.entries.is_empty()
     }
 
-    /// Appends the entry for a record just written at `entry.position`.
-    pub(crate) async fn write_entry(&mut self, entry: IndexEntry) -> Result<(), AppendError> {
-        let count = self.entries.len() as u64;
-        if let Some((index, time_index)) = &mut self.indexes {
-            let (result, _) = index
-                .write_all_at(entry.offset_bytes().to_vec(), count * 8)
-                .await;
-            result.map_err(io_error("write", &self.paths.index, append_io))?;
-            let (result, _) = time_index
-                .write_all_at(entry.time_bytes().to_vec(), count * 12)
-                .await;
-            result.map_err(io_error("write", &self.paths.time_index, append_io))?;
-        }
-        self.entries.push(entry);
+    /// Writes the entries not yet in the index files, one write per file. A failure (a
+    /// full disk) leaves them waiting, for the next call to write again from the same
+    /// place.
+    pub(crate) async fn write_entries(&mut self) -> Result<(), AppendError> {
+        let start = self.written_entries;
+        let Some((index, time_index)) = &mut self.indexes else {
+            return Ok(());
+        };
+        let Some(waiting) = self
+            .entries
+            .get(start..)
+            .filter(|waiting| !waiting.is_empty())
+        else {
+            return Ok(());
+        };
+        let (offsets, times) = serialize(waiting);
+        let start = start as u64;
+        let (result, _) = index.write_all_at(offsets, start * 8).await;
+        result.map_err(io_error("write", &self.paths.index, append_io))?;
+        let (result, _) = time_index.write_all_at(times, start * 12).await;
+        result.map_err(io_error("write", &self.paths.time_index, append_io))?;
+        self.written_entries = self.entries.len();
         Ok(())
+    }
+
+    /// Entries waiting for [`Self::write_entries`].
+    pub(crate) fn waiting_entries(&self) -> usize {
+        self.entries.len() - self.written_entries
     }
 
     /// Cuts the log to its valid records (bytes a failed write left behind go).
@@ -101,7 +120,8 @@ impl<F: StorageFile> Segment<F> {
     }
 
     /// Makes the log, then both indexes, durable; closes the indexes (a sealed segment is
-    /// never written again). Every failure is a failed fdatasync.
+    /// never written again). Every failure is a failed fdatasync: callers write the
+    /// waiting entries first ([`Self::write_entries`]).
     pub(crate) async fn seal(&mut self) -> Result<(), AppendError> {
         self.log
             .sync_data()
