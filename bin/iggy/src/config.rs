@@ -30,6 +30,8 @@ pub(crate) struct Config {
     pub(crate) memory_pool_size_bytes: u64,
     pub(crate) memory_pool_bucket_capacity: u64,
     pub(crate) validate_checksum: bool,
+    /// `[system.partition] enforce_fsync`: `replicated` topics sync before the ack too.
+    pub(crate) enforce_fsync: bool,
     pub(crate) tcp_enabled: bool,
     pub(crate) tcp_address: SocketAddr,
     pub(crate) tcp_connections_max: usize,
@@ -136,6 +138,7 @@ impl Config {
             memory_pool_size_bytes: view.size("system.memory_pool.size")?,
             memory_pool_bucket_capacity: view.count("system.memory_pool.bucket_capacity")?,
             validate_checksum: view.bool("system.partition.validate_checksum")?,
+            enforce_fsync: view.bool("system.partition.enforce_fsync")?,
             tcp_enabled: view.bool("tcp.enabled")?,
             tcp_address: view.parsed("tcp.address")?,
             tcp_connections_max: view.count("tcp.max_connections")?,

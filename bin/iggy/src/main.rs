@@ -288,6 +288,7 @@ fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
             },
         },
         validate_checksum: config.validate_checksum,
+        enforce_fsync: config.enforce_fsync,
     }
 }
 

@@ -29,6 +29,7 @@ fn info() -> ServerInfo {
         logins: crate::login_limit::LoginLimits::default(),
         groups: GroupConfig::default(),
         validate_checksum: false,
+        enforce_fsync: false,
     }
 }
 

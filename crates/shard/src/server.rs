@@ -61,6 +61,9 @@ pub struct ServerInfo {
     pub logins: LoginLimits,
     /// Reads verify every message checksum (`[system.partition] validate_checksum`).
     pub validate_checksum: bool,
+    /// `replicated` topics sync before the acknowledgement too, as `persisted` ones do
+    /// (`[system.partition] enforce_fsync`).
+    pub enforce_fsync: bool,
 }
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
@@ -154,6 +157,7 @@ impl Server {
             me: me.clone(),
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum)
+                .with_enforce_fsync(info.enforce_fsync)
                 .with_group_views(Arc::clone(&node.group_views))
                 .with_clock(Arc::clone(&node.clock)),
             sessions: RefCell::new(

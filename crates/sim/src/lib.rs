@@ -235,6 +235,7 @@ impl Sim {
             },
             logins: LoginLimits::default(),
             validate_checksum: true,
+            enforce_fsync: false,
         }
     }
 

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use segment::layout::partition_directory;
-use segment::log::LogConfig;
+use segment::log::{Durability, LogConfig};
 use segment::storage::Storage;
 use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
@@ -191,6 +191,9 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     balanced: RefCell<BTreeMap<(u32, u32), u32>>,
     /// Reads verify every message checksum (`[system.partition] validate_checksum`).
     validate_checksum: bool,
+    /// Appends of `replicated` topics sync before their acknowledgement, as `persisted`
+    /// ones do (`[system.partition] enforce_fsync`).
+    enforce_fsync: bool,
     /// The time of group hand-offs and the deadlines of parked polls and fetches.
     clock: Arc<dyn Clock>,
 }
@@ -229,6 +232,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             balanced: RefCell::new(BTreeMap::new()),
             // The server's default (`[system.partition] validate_checksum = true`).
             validate_checksum: true,
+            enforce_fsync: false,
             clock: Arc::new(SystemClock),
         }
     }
@@ -243,6 +247,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// The same data plane on `clock`'s time.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// The same data plane, opening partitions whose appends all sync before their
+    /// acknowledgement (`replicated` topics as `persisted` ones) when `enforce_fsync` is set.
+    pub fn with_enforce_fsync(mut self, enforce_fsync: bool) -> Self {
+        self.enforce_fsync = enforce_fsync;
         self
     }
 
@@ -535,7 +546,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             ),
             log: LogConfig {
                 segment_size_bytes: settings.segment_size_bytes,
-                durability: settings.durability,
+                durability: if self.enforce_fsync {
+                    Durability::Persisted
+                } else {
+                    settings.durability
+                },
                 messages_required_to_save: settings.messages_required_to_save,
                 size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
                 validate_checksum: self.validate_checksum,

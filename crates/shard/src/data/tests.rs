@@ -453,6 +453,33 @@ fn a_stored_record_that_fails_its_checksums_is_refused_when_validate_checksum_is
     }
 }
 
+#[test]
+fn enforce_fsync_makes_replicated_sends_durable_before_their_ack() {
+    for enforce_fsync in [false, true] {
+        let storage = MemoryStorage::new();
+        let meta = metadata(1, &[]);
+        assert_eq!(
+            meta.streams[&0].topics[&0].settings.durability,
+            Durability::Replicated
+        );
+        runtime().block_on(async {
+            let plane = plane(&storage).with_enforce_fsync(enforce_fsync);
+            plane.open_all(&meta).await.unwrap();
+            send_to(&plane, &meta, 0, 2).await.unwrap();
+            // No close (which would sync): the power goes right after the ack.
+            std::mem::forget(plane);
+        });
+        // Only what was synced before the ack survives.
+        storage.crash(segment::storage::memory::CrashMode::DropUnsynced);
+        runtime().block_on(async {
+            let plane = plane(&storage);
+            plane.open_all(&meta).await.unwrap();
+            let kept = poll_all(&plane, &meta, 0).await;
+            assert_eq!(kept, if enforce_fsync { 2 } else { 0 }, "{enforce_fsync}");
+        });
+    }
+}
+
 fn key(partition_id: u32) -> PartitionKey {
     PartitionKey {
         stream_id: 0,

@@ -57,6 +57,7 @@ fn fixture() -> Fixture {
         logins: crate::login_limit::LoginLimits::default(),
         groups: crate::data::GroupConfig::default(),
         validate_checksum: false,
+        enforce_fsync: false,
     };
     let server = Server::new(info, Metadata::default(), root.clone());
     Fixture { server, root }

@@ -41,6 +41,7 @@ fn server() -> std::rc::Rc<Server> {
         logins: crate::login_limit::LoginLimits::default(),
         groups: crate::data::GroupConfig::default(),
         validate_checksum: false,
+        enforce_fsync: false,
     };
     let root = std::env::temp_dir().join("shard-server-tests-unused");
     let server = Server::new(info, Metadata::default(), root);
