@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use proto::batch::BATCH_HEADER_SIZE;
 
-use crate::format::index::{IndexEntry, parse_indexes};
+use crate::format::index::{IndexEntry, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, parse_indexes};
 use crate::format::scan::{Scan, StopReason, intact_record, record_candidate, scan, scan_more};
 use crate::format::state::{PartitionState, RESERVATION_STEP};
 use crate::layout::{SegmentPaths, state_path};
@@ -250,13 +250,12 @@ async fn keep_agreeing_entries<F: StorageFile>(
         .take_while(|(stored, scanned)| stored == scanned)
         .count();
     if let Some((index, time_index)) = &segment.indexes {
-        let agreed = agreed as u64;
         index
-            .set_len(agreed * 8)
+            .set_len((agreed * OFFSET_ENTRY_SIZE) as u64)
             .await
             .map_err(io("truncate", &segment.paths.index))?;
         time_index
-            .set_len(agreed * 12)
+            .set_len((agreed * TIME_ENTRY_SIZE) as u64)
             .await
             .map_err(io("truncate", &segment.paths.time_index))?;
     }

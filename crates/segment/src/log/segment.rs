@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::format::index::{IndexEntry, serialize};
+use crate::format::index::{IndexEntry, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, serialize};
 use crate::layout::SegmentPaths;
 use crate::storage::{Storage, StorageFile};
 
@@ -96,10 +96,13 @@ impl<F: StorageFile> Segment<F> {
             return Ok(());
         };
         let (offsets, times) = serialize(waiting);
-        let start = start as u64;
-        let (result, _) = index.write_all_at(offsets, start * 8).await;
+        let (result, _) = index
+            .write_all_at(offsets, (start * OFFSET_ENTRY_SIZE) as u64)
+            .await;
         result.map_err(io_error("write", &self.paths.index, append_io))?;
-        let (result, _) = time_index.write_all_at(times, start * 12).await;
+        let (result, _) = time_index
+            .write_all_at(times, (start * TIME_ENTRY_SIZE) as u64)
+            .await;
         result.map_err(io_error("write", &self.paths.time_index, append_io))?;
         self.written_entries = self.entries.len();
         Ok(())
