@@ -63,3 +63,38 @@ fn scenarios_run_and_report() {
     let outcome = bench::run(&end_to_end).unwrap();
     assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
 }
+
+/// The 0.11.0 dialect, the only one an Apache Iggy 0.9.0-edge server speaks, forced against
+/// this server: login without a bind secret, no routes, 16-byte poll heads, group polls
+/// re-synced by the stale-assignment sentinel instead of `5009`.
+#[test]
+fn scenarios_run_in_the_0_11_0_dialect() {
+    let data = tempfile::tempdir().unwrap();
+    let output = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &[]);
+    let legacy = ["--dialect", "0.11.0"];
+    for scenario in ["pinned-producer", "pinned-consumer"] {
+        let outcome = bench::run(&options(scenario, &server, output.path(), &legacy)).unwrap();
+        let (_, total) = &outcome.report.aggregates[0];
+        assert_eq!(total.messages, 20 * 100, "{scenario}");
+    }
+    let mut group_flags = legacy.to_vec();
+    group_flags.extend(["--consumers", "2", "--partitions", "2"]);
+    let group = options(
+        "balanced-consumer-group",
+        &server,
+        output.path(),
+        &group_flags,
+    );
+    let outcome = bench::run(&group).unwrap();
+    assert_eq!(outcome.report.aggregates[0].1.messages, 2 * 20 * 100);
+    let auto = options(
+        "pinned-producer",
+        &server,
+        output.path(),
+        &["--dialect", "auto"],
+    );
+    assert_eq!(auto.dialect, None, "auto negotiates");
+    let outcome = bench::run(&auto).unwrap();
+    assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
+}

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 mod common;
 
-use bench::client::Client;
+use bench::client::{Client, Login};
 use common::{Server, start};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -299,6 +299,16 @@ fn allowed(grants: Grants, permissions: &Permissions, stream_id: u32, topic_id: 
         || topic.is_some_and(grants.topic)
 }
 
+/// A 0.12.2 client logged in as `username`.
+fn connect(server: &Server, username: &str, password: &str, client_id: u128) -> Client {
+    let login = Login {
+        address: server.address,
+        username,
+        password,
+    };
+    Client::connect(&login, Dialect::V0_12_2, client_id).unwrap()
+}
+
 /// The fixture: a stream and topic, a user `probe` and its client, and root.
 struct Fixture {
     root: Client,
@@ -311,7 +321,7 @@ struct Fixture {
 
 impl Fixture {
     fn new(server: &Server) -> Self {
-        let mut root = Client::connect(server.address, "iggy", "iggy", 1).unwrap();
+        let mut root = connect(server, "iggy", "iggy", 1);
         let stream_id = root.create_stream(STREAM).unwrap();
         let topic_id = root
             .create_topic(stream_id, TOPIC, 1, bench::client::Durability::Replicated)
@@ -328,7 +338,7 @@ impl Fixture {
                 .unwrap(),
             0
         );
-        let probe = Client::connect(server.address, "probe", "probe-pass", 2).unwrap();
+        let probe = connect(server, "probe", "probe-pass", 2);
         let message = OutgoingMessage {
             id: 1,
             origin_timestamp: 1,

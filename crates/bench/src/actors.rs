@@ -11,7 +11,7 @@ use proto::commands::poll_selector::PollSelector;
 use proto::header::PartitionContext;
 use proto::primitives::{Consumer, ConsumerKind, Identifier, OptionalPartition, PollingStrategy};
 
-use crate::client::{Client, ClientError, SendFrame};
+use crate::client::{Client, ClientError, STATUS_NOT_OWNED, SendFrame};
 use crate::metrics::{ActorKind, ActorResult, Progress, Recorder, bump};
 use crate::options::{Options, Scenario};
 
@@ -19,8 +19,6 @@ use crate::options::{Options, Scenario};
 const STALL_MAX: Duration = Duration::from_secs(30);
 /// Pause after an empty poll, so a waiting consumer does not take a core from the server.
 const EMPTY_POLL_PAUSE: Duration = Duration::from_micros(200);
-/// `ConsumerGroupPartitionNotOwned`: the group rebalanced; sync and go on.
-const STATUS_NOT_OWNED: u32 = 5009;
 
 /// A stream the run created, with its topic (and group, for the group scenario).
 // The names are the protocol's (`stream_id`, `topic_id`, `group_id`).
@@ -103,7 +101,7 @@ pub(crate) fn seed(
     batches: u64,
 ) -> Result<(), ClientError> {
     let id = client_id(u32::MAX - 1 - index);
-    let mut client = Client::connect(options.address, &options.username, &options.password, id)?;
+    let mut client = options.connect(id)?;
     let partitions: Vec<u32> = (0..options.partitions).collect();
     let mut lanes = lanes(options, &mut client, target, &partitions, true)?;
     let count = lanes.len();
@@ -122,7 +120,7 @@ fn setup(options: &Options, targets: &[Target], plan: ActorPlan) -> Result<Setup
         ActorKind::Consumer => plan.index + 1_000_000,
         _ => plan.index,
     });
-    let mut client = Client::connect(options.address, &options.username, &options.password, id)?;
+    let mut client = options.connect(id)?;
     let stream_count = u32::try_from(targets.len()).expect("streams count in a u32");
     let target = targets[usize::try_from(plan.index % stream_count).expect("u32 fits usize")];
     let sending = plan.kind != ActorKind::Consumer;
@@ -161,7 +159,8 @@ fn lanes(
     partitions
         .iter()
         .map(|&partition_id| {
-            let route = client.route(target.stream_id, target.topic_id, partition_id)?;
+            let incarnation =
+                client.incarnation(target.stream_id, target.topic_id, partition_id)?;
             let frame = sending.then(|| {
                 client.send_frame(
                     target.stream_id,
@@ -173,7 +172,7 @@ fn lanes(
             });
             Ok(Lane {
                 partition_id,
-                incarnation: route.incarnation,
+                incarnation,
                 frame,
                 offset: 0,
                 generation: 0,

@@ -1,11 +1,15 @@
-//! A blocking client of the binary protocol (dialect 0.12.2) over one TCP connection, built on
-//! `proto`'s codecs: login (`LOGIN_REGISTER`, then the roster), the control-plane calls the
-//! scenarios need, routes, and the two data-plane calls, sends and polls.
+//! A blocking client of the binary protocol over one TCP connection, built on `proto`'s
+//! codecs: login (`LOGIN_REGISTER`, then the roster), the control-plane calls the scenarios
+//! need, routes, and the two data-plane calls, sends and polls. It speaks either dialect
+//! (PROTOCOL.md §12): 0.12.2, what this server's own SDK speaks, or 0.11.0, the only one Apache
+//! Iggy 0.9.0-edge servers accept, so one bench measures both servers; [`Client::negotiate`]
+//! tries 0.12.2 and falls back to 0.11.0 when the server refuses its login format.
 //!
 //! Invariants: one request is in flight at a time, so every reply must echo the number of
 //! the request just sent; the request counter starts at 1 after login and grows by one per
-//! bound request (PROTOCOL.md §1.7). A send frame is encoded once and only its request number
-//! and partition context are patched per send, so the client adds no copy to the data path.
+//! bound request (PROTOCOL.md §1.7; in 0.11.0 a non-replicated request repeats the current
+//! number instead, §12.1). A send frame is encoded once and only its request number and
+//! partition context are patched per send, so the client adds no copy to the data path.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -28,10 +32,15 @@ use proto::header::{
     RequestHeader, frame_prefix,
 };
 use proto::primitives::{Identifier, OptionsBlock, Partitioning, TlvEntry};
+use xxhash_rust::xxh3::xxh3_64;
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{U64, U128};
 
-const DIALECT: Dialect = Dialect::V0_12_2;
+/// Login refusals that mean "not my dialect": an 0.9.0-edge server reads a 0.12.2 login body
+/// (its 32-byte bind secret) as `4 InvalidFormat`; a version outside its gate is `7`.
+const STATUS_NOT_MY_DIALECT: [u32; 2] = [4, 7];
+/// `ConsumerGroupPartitionNotOwned`: the group rebalanced; the member syncs and goes on.
+pub const STATUS_NOT_OWNED: u32 = 5009;
 /// Bytes of every frame header.
 const HEADER_SIZE: usize = 256;
 
@@ -87,6 +96,7 @@ impl Durability {
 #[allow(clippy::struct_field_names)]
 pub struct Client {
     stream: TcpStream,
+    dialect: Dialect,
     client_id: u128,
     session: u64,
     request: u64,
@@ -99,27 +109,36 @@ pub struct SendFrame {
     bytes: Vec<u8>,
 }
 
+/// Who logs in, where, in which dialect.
+#[derive(Debug, Clone)]
+pub struct Login<'a> {
+    pub address: SocketAddr,
+    pub username: &'a str,
+    pub password: &'a str,
+}
+
 impl Client {
-    /// Connects, logs in as `username` and reads the roster, as an SDK does before its
-    /// first partition call (§2.1).
+    /// Connects in `dialect`, logs in and reads the roster, as an SDK does before its first
+    /// partition call (§2.1).
     pub fn connect(
-        address: SocketAddr,
-        username: &str,
-        password: &str,
+        login: &Login<'_>,
+        dialect: Dialect,
         client_id: u128,
     ) -> Result<Self, ClientError> {
         assert_ne!(client_id, 0, "the protocol forbids client id 0");
+        let address = login.address;
         let stream = TcpStream::connect(address)
             .map_err(|source| ClientError::Connect { address, source })?;
         stream.set_nodelay(true)?;
         let mut client = Self {
             stream,
+            dialect,
             client_id,
             session: 0,
             request: 0,
             body: Vec::new(),
         };
-        client.login(username, password)?;
+        client.login(login.username, login.password)?;
         client.call(
             CommandCode::GetClusterMetadata,
             &[],
@@ -128,9 +147,28 @@ impl Client {
         Ok(client)
     }
 
+    /// Connects in 0.12.2, or in 0.11.0 when the server refuses the 0.12.2 login as a format
+    /// or version it does not speak (an Apache Iggy 0.9.0-edge server).
+    pub fn negotiate(login: &Login<'_>, client_id: u128) -> Result<Self, ClientError> {
+        match Self::connect(login, Dialect::V0_12_2, client_id) {
+            Err(ClientError::Refused {
+                code: CommandCode::LoginRegister,
+                status,
+            }) if STATUS_NOT_MY_DIALECT.contains(&status) => {
+                Self::connect(login, Dialect::V0_11_0, client_id)
+            }
+            other => other,
+        }
+    }
+
+    /// The dialect this connection speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
     fn login(&mut self, username: &str, password: &str) -> Result<(), ClientError> {
         let body = LoginRegister {
-            version: VersionPrefix::rust_sdk(DIALECT),
+            version: VersionPrefix::rust_sdk(self.dialect),
             bind_secret: BindSecret(
                 self.client_id
                     .to_le_bytes()
@@ -142,15 +180,19 @@ impl Client {
             password: Secret::new(password).ok_or_else(|| ClientError::Name("password".into()))?,
             context: String::new(),
         };
-        let body = encode_to_vec(&body, DIALECT);
+        let body = encode_to_vec(&body, self.dialect);
         let mut header = RequestHeader::new(self.client_id, Operation::Register, body.len());
-        header.request_checksum = U128::new(self.client_id.rotate_left(17) | 1);
+        header.request_checksum = match self.dialect {
+            // 0.11.0 identifies a replicated request by the hash of its body (§12.1).
+            Dialect::V0_11_0 => U128::new(u128::from(xxh3_64(&body))),
+            Dialect::V0_12_2 => U128::new(self.client_id.rotate_left(17) | 1),
+        };
         self.exchange(CommandCode::LoginRegister, header.as_bytes(), &body, 0)?;
         let outcome = Reply::decode_body(
             CommandCode::LoginRegister,
             Operation::Register,
             &self.body,
-            DIALECT,
+            self.dialect,
         )?;
         match outcome {
             ReplyOutcome::Ok(Reply::LoginRegister(reply)) => {
@@ -186,8 +228,12 @@ impl Client {
         durability: Durability,
     ) -> Result<u32, ClientError> {
         let mut options = OptionsBlock::default();
-        let value = TlvEntry::string(durability.as_str()).expect("a short ASCII value fits");
-        options.set("durability", value);
+        // Replicated is every server's default; an 0.9.0-edge server refuses the key itself
+        // (`4041`), so a 0.11.0 client names it only to ask for something else.
+        if self.dialect == Dialect::V0_12_2 || durability != Durability::Replicated {
+            let value = TlvEntry::string(durability.as_str()).expect("a short ASCII value fits");
+            options.set("durability", value);
+        }
         let body = CreateTopic {
             stream_id: Identifier::Numeric(stream_id),
             partitions_count: partitions,
@@ -246,8 +292,23 @@ impl Client {
         }
     }
 
-    /// The route of a partition: its incarnation goes into every data-plane header (§2.9).
-    pub fn route(
+    /// The incarnation of a partition, from its route, for every data-plane header (§2.9);
+    /// 0 in 0.11.0, which has neither routes nor a partition context (§12.1).
+    pub fn incarnation(
+        &mut self,
+        stream_id: u32,
+        topic_id: u32,
+        partition_id: u32,
+    ) -> Result<u64, ClientError> {
+        match self.dialect {
+            Dialect::V0_11_0 => Ok(0),
+            Dialect::V0_12_2 => self
+                .route(stream_id, topic_id, partition_id)
+                .map(|route| route.incarnation),
+        }
+    }
+
+    fn route(
         &mut self,
         stream_id: u32,
         topic_id: u32,
@@ -274,7 +335,7 @@ impl Client {
         messages: u32,
     ) -> SendFrame {
         let mut body = Vec::with_capacity(batch.len().saturating_add(64));
-        let mut writer = Writer::new(&mut body, DIALECT);
+        let mut writer = Writer::new(&mut body, self.dialect);
         writer.u32(0);
         Identifier::Numeric(stream_id).encode(&mut writer);
         Identifier::Numeric(topic_id).encode(&mut writer);
@@ -308,9 +369,16 @@ impl Client {
         selector: &PollSelector,
         context: PartitionContext,
     ) -> Result<u32, ClientError> {
-        let body = encode_to_vec(selector, DIALECT);
+        let body = encode_to_vec(selector, self.dialect);
         self.call(CommandCode::PollMessages, &body, context)?;
-        let polled: PolledMessages<'_> = decode_exact(&self.body, DIALECT)?;
+        let polled: PolledMessages<'_> = decode_exact(&self.body, self.dialect)?;
+        if polled.partition_id == PolledMessages::RESYNC_PARTITION {
+            // 0.11.0 tells a group member its assignment is stale this way; 0.12.2 with 5009.
+            return Err(ClientError::Refused {
+                code: CommandCode::PollMessages,
+                status: STATUS_NOT_OWNED,
+            });
+        }
         Ok(polled.messages_count)
     }
 
@@ -320,7 +388,7 @@ impl Client {
     pub fn status_of(&mut self, code: CommandCode, body: &[u8]) -> Result<u32, ClientError> {
         match self.call(code, body, PartitionContext::default()) {
             Ok(operation) if operation.is_result_framed() => {
-                let outcome = Reply::decode_body(code, operation, &self.body, DIALECT);
+                let outcome = Reply::decode_body(code, operation, &self.body, self.dialect);
                 match outcome {
                     Ok(ReplyOutcome::Refused(status)) => Ok(status),
                     Ok(ReplyOutcome::Ok(_)) | Err(_) => Ok(0),
@@ -347,25 +415,38 @@ impl Client {
         code: CommandCode,
         body: &T,
     ) -> Result<Reply<'_>, ClientError> {
-        let body = encode_to_vec(body, DIALECT);
+        let body = encode_to_vec(body, self.dialect);
         let operation = self.call(code, &body, PartitionContext::default())?;
-        match Reply::decode_body(code, operation, &self.body, DIALECT)? {
+        match Reply::decode_body(code, operation, &self.body, self.dialect)? {
             ReplyOutcome::Ok(reply) => Ok(reply),
             ReplyOutcome::Refused(status) => Err(ClientError::Refused { code, status }),
         }
     }
 
-    /// One bound request: header per §1.7, then the reply into `self.body`.
+    /// One bound request: header per §1.7 (§12.1 in 0.11.0), then the reply into
+    /// `self.body`.
     fn call(
         &mut self,
         code: CommandCode,
         body: &[u8],
         context: PartitionContext,
     ) -> Result<Operation, ClientError> {
-        self.request += 1;
-        let numbers = (self.session, self.request);
-        let header = RequestHeader::bound(self.client_id, code, body.len(), numbers, context);
         let operation = code.operation();
+        let legacy = self.dialect == Dialect::V0_11_0;
+        // 0.11.0: a non-replicated request repeats the current number.
+        if !(legacy && operation == Operation::NonReplicated) {
+            self.request += 1;
+        }
+        let numbers = (self.session, self.request);
+        let context = if legacy {
+            PartitionContext::default()
+        } else {
+            context
+        };
+        let mut header = RequestHeader::bound(self.client_id, code, body.len(), numbers, context);
+        if legacy && operation != Operation::NonReplicated && !operation.is_partition_plane() {
+            header.request_checksum = U128::new(u128::from(xxh3_64(body)));
+        }
         let request = self.request;
         self.exchange(code, header.as_bytes(), body, request)?;
         Ok(operation)

@@ -3,7 +3,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::client::Durability;
+use proto::Dialect;
+
+use crate::client::{Client, ClientError, Durability, Login};
 
 pub const USAGE: &str = "\
 usage: iggy bench <scenario> [options]
@@ -27,6 +29,8 @@ options:
   --total-bytes SIZE       payload bytes over all actors, instead of --batches (e.g. 1GiB)
   --rate-limit SIZE        payload bytes per second per actor (default: unlimited)
   --durability KIND        replicated | persisted: the topics' durability (default replicated)
+  --dialect D              auto | 0.12.2 | 0.11.0: the protocol dialect; auto tries 0.12.2 and
+                           falls back to 0.11.0 (what Apache Iggy 0.9.0-edge servers speak)
   --address HOST:PORT      server address (default 127.0.0.1:8090)
   --username NAME          (default iggy)
   --password SECRET        (default iggy)
@@ -105,6 +109,8 @@ pub struct Options {
     pub batches: u64,
     pub rate_limit_bytes_per_second: Option<u64>,
     pub durability: Durability,
+    /// The protocol dialect; `None` = negotiate (0.12.2, else 0.11.0).
+    pub dialect: Option<Dialect>,
     pub address: SocketAddr,
     pub username: String,
     pub password: String,
@@ -185,12 +191,30 @@ impl Options {
             batches: 1000,
             rate_limit_bytes_per_second: None,
             durability: Durability::Replicated,
+            dialect: None,
             address: SocketAddr::from(([127, 0, 0, 1], 8090)),
             username: "iggy".into(),
             password: "iggy".into(),
             output: PathBuf::from("bench-output"),
             calibrate: false,
             calibrate_dir: None,
+        }
+    }
+
+    /// The login every connection of the run makes.
+    pub fn login(&self) -> Login<'_> {
+        Login {
+            address: self.address,
+            username: &self.username,
+            password: &self.password,
+        }
+    }
+
+    /// Connects as client `client_id` in the chosen dialect, or negotiates one.
+    pub fn connect(&self, client_id: u128) -> Result<Client, ClientError> {
+        match self.dialect {
+            Some(dialect) => Client::connect(&self.login(), dialect, client_id),
+            None => Client::negotiate(&self.login(), client_id),
         }
     }
 
@@ -252,6 +276,14 @@ impl Raw {
                     _ => return Err(invalid()),
                 };
             }
+            "--dialect" => {
+                options.dialect = match value {
+                    "auto" => None,
+                    "0.12.2" => Some(Dialect::V0_12_2),
+                    "0.11.0" => Some(Dialect::V0_11_0),
+                    _ => return Err(invalid()),
+                };
+            }
             "--address" => options.address = value.parse().map_err(|_error| invalid())?,
             "--username" => value.clone_into(&mut options.username),
             "--password" => value.clone_into(&mut options.password),
@@ -310,6 +342,8 @@ fn scenario_names() -> String {
 
 #[cfg(test)]
 mod tests {
+    use proto::Dialect;
+
     use super::{Options, OptionsError, Scenario, parse_size};
     use crate::client::Durability;
 
@@ -349,6 +383,19 @@ mod tests {
         ));
         assert!(matches!(
             parse(&["pinned-consumer", "--batches", "0"]),
+            Err(OptionsError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn dialects() {
+        let dialect = |value: &str| parse(&["pinned-producer", "--dialect", value]);
+        assert_eq!(parse(&["pinned-producer"]).unwrap().dialect, None);
+        assert_eq!(dialect("auto").unwrap().dialect, None);
+        assert_eq!(dialect("0.11.0").unwrap().dialect, Some(Dialect::V0_11_0));
+        assert_eq!(dialect("0.12.2").unwrap().dialect, Some(Dialect::V0_12_2));
+        assert!(matches!(
+            dialect("0.10.0"),
             Err(OptionsError::Invalid { .. })
         ));
     }

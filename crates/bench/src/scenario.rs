@@ -27,12 +27,12 @@ pub struct Run {
 /// Runs `options.scenario` against the server and removes its streams afterwards, also when
 /// the run fails.
 pub fn run(options: &Options) -> Result<Run, ClientError> {
-    let mut admin = Client::connect(
-        options.address,
-        &options.username,
-        &options.password,
-        actors::client_id(u32::MAX),
-    )?;
+    let mut admin = options.connect(actors::client_id(u32::MAX))?;
+    // Every actor speaks the dialect the admin's login settled on.
+    let options = &Options {
+        dialect: Some(admin.dialect()),
+        ..options.clone()
+    };
     let mut targets = Vec::new();
     let outcome = create_targets(&mut admin, options, &mut targets)
         .and_then(|()| seed(options, &targets))
