@@ -15,6 +15,14 @@ pub(crate) fn run(arguments: Vec<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Every idle connection and actor holds a descriptor.
+    let limit = crate::process::raise_open_file_limit();
+    let needed = u64::from(options.idle_connections).saturating_add(64);
+    if limit.is_some_and(|limit| limit < needed) {
+        eprintln!(
+            "warning: the open-file limit ({limit:?}) is below the {needed} connections asked"
+        );
+    }
     match bench::run(&options) {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => crate::failure(&error),

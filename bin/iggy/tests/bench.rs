@@ -98,3 +98,34 @@ fn scenarios_run_in_the_0_11_0_dialect() {
     let outcome = bench::run(&auto).unwrap();
     assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
 }
+
+/// `--idle-connections`: the connections log in with a token made for the run, stay open
+/// through it (the actors still finish), and the server's memory around them is reported;
+/// the token is gone afterwards.
+#[test]
+fn idle_connections_are_held_through_the_run_and_measured() {
+    let data = tempfile::tempdir().unwrap();
+    let output = tempfile::tempdir().unwrap();
+    let server = start(data.path(), &[]);
+    for dialect in ["0.12.2", "0.11.0"] {
+        let flags = ["--idle-connections", "50", "--dialect", dialect];
+        let idle = options("pinned-producer", &server, output.path(), &flags);
+        let outcome = bench::run(&idle).unwrap();
+        assert_eq!(outcome.report.aggregates[0].1.messages, 20 * 100);
+        let trace = &outcome.server;
+        assert_eq!(trace.idle_connections, 50, "{dialect}");
+        assert!(trace.memory_after_idle.unwrap() > 0);
+        let (per_partition, per_connection) = trace.per_partition_and_connection(&idle);
+        assert!(per_partition.is_some() && per_connection.is_some());
+        let json = std::fs::read_to_string(&outcome.json_path).unwrap();
+        assert!(json.contains("\"idle_connections\": 50"));
+    }
+    // Each run deleted its token: a third run can make one of the same name.
+    let again = options(
+        "pinned-producer",
+        &server,
+        output.path(),
+        &["--idle-connections", "1"],
+    );
+    assert_eq!(bench::run(&again).unwrap().server.idle_connections, 1);
+}

@@ -11,6 +11,7 @@ mod actors;
 pub mod calibrate;
 pub mod chart;
 pub mod client;
+pub mod idle;
 pub mod metrics;
 pub mod options;
 pub mod report;
@@ -44,6 +45,8 @@ pub enum BenchError {
 /// What a finished benchmark produced.
 pub struct Outcome {
     pub report: Report,
+    /// What the server reported about itself around the run.
+    pub server: scenario::ServerTrace,
     pub calibration: Option<Calibration>,
     /// The JSON file written.
     pub json_path: PathBuf,
@@ -68,6 +71,9 @@ pub fn run(options: &Options) -> Result<Outcome, BenchError> {
     let run = scenario::run(options)?;
     let report = Report::new(&run.results);
     println!("{}", report.table());
+    if let Some(line) = run.server.describe(options) {
+        println!("{line}");
+    }
     let calibration = if options.calibrate {
         Some(calibrate_for(options)?)
     } else {
@@ -81,7 +87,10 @@ pub fn run(options: &Options) -> Result<Outcome, BenchError> {
     }
     let name = options.scenario.name();
     let json_path = options.output.join(format!("{name}.json"));
-    write(&json_path, &report.json(options, calibration.as_ref()))?;
+    write(
+        &json_path,
+        &report.json(options, calibration.as_ref(), &run.server),
+    )?;
     let title = format!("{name}: latency over time");
     let svg = chart::latency_over_time(&title, &run.results);
     write(
@@ -99,6 +108,7 @@ pub fn run(options: &Options) -> Result<Outcome, BenchError> {
     eprintln!("wrote {} and its charts", json_path.display());
     Ok(Outcome {
         report,
+        server: run.server,
         calibration,
         json_path,
     })

@@ -29,6 +29,8 @@ options:
   --total-bytes SIZE       payload bytes over all actors, instead of --batches (e.g. 1GiB)
   --rate-limit SIZE        payload bytes per second per actor (default: unlimited)
   --durability KIND        replicated | persisted: the topics' durability (default replicated)
+  --idle-connections N     also hold N logged-in, silent connections open through the run
+                           (the server's memory per connection is reported)
   --dialect D              auto | 0.12.2 | 0.11.0: the protocol dialect; auto tries 0.12.2 and
                            falls back to 0.11.0 (what Apache Iggy 0.9.0-edge servers speak)
   --address HOST:PORT      server address (default 127.0.0.1:8090)
@@ -109,6 +111,8 @@ pub struct Options {
     pub batches: u64,
     pub rate_limit_bytes_per_second: Option<u64>,
     pub durability: Durability,
+    /// Logged-in connections held open, silent, through the run.
+    pub idle_connections: u32,
     /// The protocol dialect; `None` = negotiate (0.12.2, else 0.11.0).
     pub dialect: Option<Dialect>,
     pub address: SocketAddr,
@@ -191,6 +195,7 @@ impl Options {
             batches: 1000,
             rate_limit_bytes_per_second: None,
             durability: Durability::Replicated,
+            idle_connections: 0,
             dialect: None,
             address: SocketAddr::from(([127, 0, 0, 1], 8090)),
             username: "iggy".into(),
@@ -275,6 +280,9 @@ impl Raw {
                     "persisted" => Durability::Persisted,
                     _ => return Err(invalid()),
                 };
+            }
+            "--idle-connections" => {
+                options.idle_connections = value.parse().map_err(|_error| invalid())?;
             }
             "--dialect" => {
                 options.dialect = match value {

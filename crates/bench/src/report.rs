@@ -7,6 +7,7 @@ use crate::calibrate::Calibration;
 use crate::client::Durability;
 use crate::metrics::{ActorKind, ActorResult, PERCENTILES, Summary, aggregate};
 use crate::options::Options;
+use crate::scenario::ServerTrace;
 
 /// Per actor and per kind (producers, consumers, producing consumers).
 pub struct Report {
@@ -110,7 +111,12 @@ impl Report {
         text
     }
 
-    pub fn json(&self, options: &Options, calibration: Option<&Calibration>) -> String {
+    pub fn json(
+        &self,
+        options: &Options,
+        calibration: Option<&Calibration>,
+        server: &ServerTrace,
+    ) -> String {
         let mut text = String::from("{\n");
         let _ = writeln!(text, "  \"scenario\": \"{}\",", options.scenario.name());
         let _ = writeln!(
@@ -147,6 +153,7 @@ impl Report {
             "  \"aggregate\": {{\n    {}\n  }}",
             aggregates.join(",\n    ")
         );
+        let _ = write!(text, ",\n  \"server\": {}", server_json(server));
         if let Some(calibration) = calibration {
             let _ = write!(
                 text,
@@ -214,4 +221,19 @@ fn percent(value: f64, limit: f64) -> f64 {
 
 fn milliseconds(microseconds: u64) -> f64 {
     crate::metrics::to_f64(microseconds) / 1000.0
+}
+
+fn server_json(server: &ServerTrace) -> String {
+    let bytes = |value: Option<u64>| value.map_or_else(|| "null".to_owned(), |v| v.to_string());
+    format!(
+        "{{\"memory_start_bytes\": {}, \"memory_after_targets_bytes\": {}, \
+         \"memory_after_idle_bytes\": {}, \"memory_end_bytes\": {}, \
+         \"idle_connections\": {}, \"idle_open_seconds\": {:.3}}}",
+        bytes(server.memory_start),
+        bytes(server.memory_after_targets),
+        bytes(server.memory_after_idle),
+        bytes(server.memory_end),
+        server.idle_connections,
+        server.idle_open_seconds,
+    )
 }

@@ -5,6 +5,7 @@
 //! Blocking threads, one per actor, keep the client simple and its cost visible: each actor
 //! has one request in flight, as iggy-bench's actors do, so latency is the request's round trip.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,15 +14,78 @@ use std::time::{Duration, Instant};
 
 use crate::actors::{self, ActorPlan, Target};
 use crate::client::{Client, ClientError};
+use crate::idle::Idle;
 use crate::metrics::{ActorKind, ActorResult, Progress, to_f64};
 use crate::options::{Options, Scenario};
 
 /// How often the progress line is redrawn.
 const PROGRESS_PERIOD: Duration = Duration::from_millis(500);
 
-/// A finished run: every actor's result.
+/// A finished run: every actor's result and what the server reported.
 pub struct Run {
     pub results: Vec<ActorResult>,
+    pub server: ServerTrace,
+}
+
+/// The server's resident memory (`GET_STATS`, bytes) at the steps of a run, and the idle
+/// connections held through it: what a partition and an idle connection cost the server.
+#[derive(Debug, Clone, Default)]
+pub struct ServerTrace {
+    pub memory_start: Option<u64>,
+    /// After the streams, topics and partitions were created.
+    pub memory_after_targets: Option<u64>,
+    /// After the idle connections were opened.
+    pub memory_after_idle: Option<u64>,
+    pub memory_end: Option<u64>,
+    pub idle_connections: u32,
+    /// Seconds opening the idle connections took.
+    pub idle_open_seconds: f64,
+}
+
+impl ServerTrace {
+    /// Memory added per partition created and per idle connection opened, in bytes.
+    pub fn per_partition_and_connection(&self, options: &Options) -> (Option<f64>, Option<f64>) {
+        let grew = |from: Option<u64>, to: Option<u64>, count: u64| match (from, to) {
+            (Some(from), Some(to)) if count > 0 => {
+                Some((to_f64(to) - to_f64(from)) / to_f64(count))
+            }
+            _ => None,
+        };
+        let partitions = u64::from(options.streams) * u64::from(options.partitions);
+        (
+            grew(self.memory_start, self.memory_after_targets, partitions),
+            grew(
+                self.memory_after_targets,
+                self.memory_after_idle,
+                u64::from(self.idle_connections),
+            ),
+        )
+    }
+
+    /// One line for the console, when the server reported its memory.
+    pub fn describe(&self, options: &Options) -> Option<String> {
+        let mib = |bytes: u64| to_f64(bytes) / f64::from(1 << 20);
+        let (start, end) = (self.memory_start?, self.memory_end?);
+        let (per_partition, per_connection) = self.per_partition_and_connection(options);
+        let mut line = format!(
+            "server memory (GET_STATS): {:.1} MiB at the start, {:.1} MiB at the end",
+            mib(start),
+            mib(end)
+        );
+        if let Some(bytes) = per_partition {
+            let _ = write!(line, "; {:.1} KiB per partition created", bytes / 1024.0);
+        }
+        if let Some(bytes) = per_connection {
+            let _ = write!(
+                line,
+                "; {} idle connections opened in {:.1} s, {:.1} KiB each",
+                self.idle_connections,
+                self.idle_open_seconds,
+                bytes / 1024.0
+            );
+        }
+        Some(line)
+    }
 }
 
 /// Runs `options.scenario` against the server and removes its streams afterwards, also when
@@ -33,16 +97,48 @@ pub fn run(options: &Options) -> Result<Run, ClientError> {
         dialect: Some(admin.dialect()),
         ..options.clone()
     };
+    let mut server = ServerTrace {
+        memory_start: admin.server_memory().ok(),
+        ..ServerTrace::default()
+    };
     let mut targets = Vec::new();
+    let mut idle = None;
     let outcome = create_targets(&mut admin, options, &mut targets)
+        .and_then(|()| {
+            server.memory_after_targets = admin.server_memory().ok();
+            open_idle(options, &mut admin, &mut server, &mut idle)
+        })
         .and_then(|()| seed(options, &targets))
         .and_then(|()| run_actors(options, &targets));
+    server.memory_end = admin.server_memory().ok();
+    if let Some(idle) = idle {
+        idle.close(&mut admin);
+    }
     for target in &targets {
         if let Err(error) = admin.delete_stream(target.stream_id) {
             eprintln!("warning: stream {} not removed: {error}", target.stream_id);
         }
     }
-    outcome.map(|results| Run { results })
+    outcome.map(|results| Run { results, server })
+}
+
+/// Opens the run's idle connections, if it asks for any, and notes what they cost.
+fn open_idle(
+    options: &Options,
+    admin: &mut Client,
+    server: &mut ServerTrace,
+    idle: &mut Option<Idle>,
+) -> Result<(), ClientError> {
+    if options.idle_connections == 0 {
+        return Ok(());
+    }
+    eprintln!("opening {} idle connections", options.idle_connections);
+    let opened = Idle::open(options, admin, options.idle_connections)?;
+    server.idle_connections = u32::try_from(opened.count()).unwrap_or(u32::MAX);
+    server.idle_open_seconds = opened.seconds;
+    server.memory_after_idle = admin.server_memory().ok();
+    *idle = Some(opened);
+    Ok(())
 }
 
 fn create_targets(
