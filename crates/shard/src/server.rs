@@ -487,17 +487,23 @@ impl Server {
     }
 
     /// Makes the ended sessions of `ended` leave their groups and evicts their connections.
+    /// One pass over the connections, however many sessions ended: a token shared by
+    /// thousands of sessions must not cost thousands of passes.
     fn evict_ended(&self, ended: &[u128], now: u64, why: &str) {
-        let clients = self.node.clients.pin();
+        if ended.is_empty() {
+            return;
+        }
         for client_id in ended {
             self.data.leave_all_groups(*client_id, now);
-            let connections = clients
-                .values()
-                .filter(|record| record.client_id == Some(*client_id));
-            for record in connections {
-                record.liveness.eviction().fire(EvictionReason::NoSession);
-            }
             log::info!("session of client {client_id:#x} ended: {why}");
+        }
+        let ended: std::collections::HashSet<u128> = ended.iter().copied().collect();
+        let clients = self.node.clients.pin();
+        let connections = clients
+            .values()
+            .filter(|record| record.client_id.is_some_and(|id| ended.contains(&id)));
+        for record in connections {
+            record.liveness.eviction().fire(EvictionReason::NoSession);
         }
     }
 
@@ -516,6 +522,11 @@ impl Server {
             if let Err(gone) = forwarded {
                 log::warn!("client {client_id:#x} closed: {gone}");
             }
+            return;
+        }
+        // Only a group member has anything to leave; checking that first keeps a mass
+        // disconnect of N clients from scanning every connection N times.
+        if !self.data.is_group_member(client_id) {
             return;
         }
         let attached = self

@@ -636,3 +636,26 @@ fn a_dropped_request_does_not_cut_its_commit_short() {
         assert_eq!(metadata.streams[&2].name, "second");
     });
 }
+
+/// Ending many sessions at once (a password change, a revoked token shared by thousands of
+/// connections) evicts exactly their connections, in one pass over the connections: the
+/// kept session's and an anonymous connection's are left alone.
+#[test]
+fn ending_many_sessions_evicts_exactly_their_connections() {
+    let server = server();
+    let mut connections: Vec<Connection> = (0..40).map(|_| open(&server)).collect();
+    for (index, connection) in connections.iter_mut().enumerate() {
+        login_as(&server, connection, CLIENT + index as u128);
+    }
+    let anonymous = open(&server);
+    let root = connections[0].user_id().expect("logged in");
+    server.end_sessions_of(root, Some(CLIENT));
+    assert_eq!(connections[0].liveness.eviction().reason(), None, "kept");
+    for connection in &connections[1..] {
+        assert_eq!(
+            connection.liveness.eviction().reason(),
+            Some(EvictionReason::NoSession)
+        );
+    }
+    assert_eq!(anonymous.liveness.eviction().reason(), None);
+}
