@@ -23,22 +23,27 @@ pub(crate) struct ShardHandler {
     pub(crate) transport: TransportKind,
 }
 
-impl ConnectionHandler for ShardHandler {
-    type Connection = RefCell<Connection>;
+/// A request body as the transport hands it over.
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    /// Read into the shard's pool: a send gives its block to the partition without a copy.
+    Pooled(pool::Buffer),
+}
 
-    fn open(&self, peer: SocketAddr) -> RefCell<Connection> {
-        RefCell::new(self.server.open_connection(peer, self.transport))
-    }
-
-    async fn handle(
+impl ShardHandler {
+    async fn answer(
         &self,
         connection: &RefCell<Connection>,
+        body: Body<'_>,
         header: &[u8; HEADER_SIZE],
-        body: &[u8],
     ) -> Answer {
         let before = connection.borrow().clone();
         let mut local = before.clone();
-        let outcome = self.server.handle(&mut local, header, body).await;
+        let outcome = match body {
+            Body::Bytes(body) => self.server.handle(&mut local, header, body).await,
+            Body::Pooled(body) => self.server.handle_pooled(&mut local, header, body).await,
+        };
+
         if local.dialect != before.dialect || local.session != before.session {
             let mut shared = connection.borrow_mut();
             shared.dialect = local.dialect;
@@ -57,6 +62,32 @@ impl ConnectionHandler for ShardHandler {
             Outcome::Evict(reason) => Answer::Evict(reason),
             Outcome::Silent => Answer::Silent,
         }
+    }
+}
+
+impl ConnectionHandler for ShardHandler {
+    type Connection = RefCell<Connection>;
+
+    fn open(&self, peer: SocketAddr) -> RefCell<Connection> {
+        RefCell::new(self.server.open_connection(peer, self.transport))
+    }
+
+    async fn handle(
+        &self,
+        connection: &RefCell<Connection>,
+        header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> Answer {
+        self.answer(connection, Body::Bytes(body), header).await
+    }
+
+    async fn handle_pooled(
+        &self,
+        connection: &RefCell<Connection>,
+        header: &[u8; HEADER_SIZE],
+        body: pool::Buffer,
+    ) -> Answer {
+        self.answer(connection, Body::Pooled(body), header).await
     }
 
     fn evicted(&self, connection: &RefCell<Connection>) -> impl Future<Output = EvictionReason> {

@@ -79,6 +79,10 @@ impl Drop for AlignedBlock {
 // another thread moves that ownership (buffers freed on another shard travel home).
 unsafe impl Send for AlignedBlock {}
 
+// SAFETY: through `&AlignedBlock` the bytes can only be read (`as_slice`); writing needs
+// `&mut`, as for a `Box<[u8]>`, so sharing references between threads races nothing.
+unsafe impl Sync for AlignedBlock {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use crate::aligned::AlignedBlock;
 use crate::bucket::Bucket;
 use crate::pool::PoolState;
+use crate::send_buffer::SendBuffer;
 
 /// Bytes `0..len` are the buffer's content; `len..capacity` is spare room, always
 /// initialised (old content or zeros).
@@ -54,6 +55,20 @@ impl Buffer {
         let end = start + bytes.len();
         self.full_mut()[start..end].copy_from_slice(bytes);
         self.length = end;
+    }
+
+    /// Turns the buffer into one that may go to another thread, viewing bytes `window` of
+    /// it; it comes back to this pool when dropped there. Panics if `window` is not within
+    /// the content (a caller bug).
+    pub fn into_send(mut self, window: std::ops::Range<usize>) -> SendBuffer {
+        assert!(
+            window.start <= window.end && window.end <= self.length,
+            "window {window:?} outside the content of {} bytes",
+            self.length
+        );
+        let home = self.pool.borrow().homecoming();
+        let block = self.block.take().expect("buffer block present until drop");
+        SendBuffer::new(block, window, self.bucket, home)
     }
 
     pub fn clear(&mut self) {

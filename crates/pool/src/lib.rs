@@ -2,8 +2,10 @@
 //! that return to their class when dropped.
 //!
 //! Invariants:
-//! - A pool belongs to one shard thread: it is `!Send` and `!Sync`, holds no globals and no
-//!   atomics; buffers keep a reference to their pool so `Drop` can return them.
+//! - A pool belongs to one shard thread: it is `!Send` and `!Sync` and holds no globals;
+//!   buffers keep a reference to their pool so `Drop` can return them. The one way across
+//!   threads is [`SendBuffer`]: it returns through a locked list the pool drains when it next
+//!   hands a buffer out, and counts against the pool's budget until then.
 //! - Every byte of every buffer is initialised (fresh blocks are zeroed), so a buffer's
 //!   length can move anywhere within its capacity without `unsafe`.
 //! - The bytes the pool has allocated, free or in use, never exceed its budget; a request
@@ -19,6 +21,7 @@ mod config;
 #[cfg(feature = "compio")]
 mod io_buf;
 mod pool;
+mod send_buffer;
 
 #[cfg(test)]
 mod tests;
@@ -27,3 +30,4 @@ pub use bucket::{BUCKETS, Bucket, bucket_for};
 pub use buffer::Buffer;
 pub use config::{ConfigError, PoolConfig, SIZE_BYTES_MIN};
 pub use pool::{BucketCounters, Pool, PoolError};
+pub use send_buffer::SendBuffer;

@@ -2,11 +2,13 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::aligned::AlignedBlock;
 use crate::bucket::{BUCKETS, Bucket, bucket_for};
 use crate::buffer::Buffer;
 use crate::config::{ConfigError, PoolConfig};
+use crate::send_buffer::Homecoming;
 
 /// Why a buffer could not be handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -49,9 +51,10 @@ pub(crate) struct PoolState {
     allocated_bytes: u64,
     free: Vec<Vec<AlignedBlock>>,
     counters: [BucketCounters; Bucket::COUNT],
-    /// Notified whenever a buffer comes back, so a reader waiting for memory wakes on the
-    /// event instead of polling.
-    returned: event_listener::Event,
+    /// Blocks coming back from other threads ([`crate::SendBuffer`]); its event is notified
+    /// whenever any buffer comes back, so a reader waiting for memory wakes on it instead of
+    /// polling.
+    homecoming: Arc<Homecoming>,
 }
 
 impl Pool {
@@ -67,7 +70,7 @@ impl Pool {
             allocated_bytes: 0,
             free: (0..Bucket::COUNT).map(|_| Vec::new()).collect(),
             counters: [BucketCounters::default(); Bucket::COUNT],
-            returned: event_listener::Event::new(),
+            homecoming: Arc::default(),
         };
         Self {
             state: Rc::new(RefCell::new(state)),
@@ -84,7 +87,7 @@ impl Pool {
     /// A listener that fires when a buffer next returns to the pool. Take it before an
     /// `acquire` that may fail with `Exhausted`, then await it: no return is missed between.
     pub fn returned(&self) -> event_listener::EventListener {
-        self.state.borrow().returned.listen()
+        self.state.borrow().homecoming.returned.listen()
     }
 
     /// A buffer holding a copy of `bytes`.
@@ -110,6 +113,9 @@ impl Pool {
 
 impl PoolState {
     fn take(&mut self, bucket: Bucket) -> Result<AlignedBlock, PoolError> {
+        for (home_bucket, block) in self.homecoming.take() {
+            self.give_back(home_bucket, block);
+        }
         let index = bucket.index();
         if let Some(block) = self.free[index].pop() {
             let counters = &mut self.counters[index];
@@ -167,6 +173,10 @@ impl PoolState {
         } else {
             self.allocated_bytes -= block.capacity() as u64;
         }
-        self.returned.notify(usize::MAX);
+        self.homecoming.returned.notify(usize::MAX);
+    }
+
+    pub(crate) fn homecoming(&self) -> Arc<Homecoming> {
+        Arc::clone(&self.homecoming)
     }
 }

@@ -156,3 +156,56 @@ fn disabled_pool_frees_on_return() {
     drop(pool.acquire(100).unwrap());
     assert_eq!(pool.allocated_bytes(), 0);
 }
+
+/// A buffer sent to another thread views its window, is written there, and comes home when
+/// dropped there: the block is reused by the next acquire, and it counts against the budget
+/// while away, so a one-block pool refuses a second buffer until then and its `returned`
+/// listener fires when the block comes back.
+#[test]
+fn a_sent_buffer_comes_home_from_another_thread_and_counts_while_away() {
+    let pool = Pool::new_unchecked(PoolConfig {
+        enabled: true,
+        size_bytes: 8192,
+        bucket_capacity: 4,
+    });
+    let mut buffer = pool.acquire(8192).unwrap();
+    buffer.extend_from_slice(b"head:batch-bytes");
+    let address = buffer.as_ptr() as usize;
+    let mut sent = buffer.into_send(5..16);
+    assert_eq!(&sent[..], b"batch-bytes");
+    sent[0] = b'B';
+    let class = bucket_for(8192).unwrap();
+    assert_eq!(pool.counters(class).in_use, 1, "away, still in use");
+    assert!(matches!(
+        pool.acquire(8192),
+        Err(PoolError::Exhausted { .. })
+    ));
+    let returned = pool.returned();
+    let seen = std::thread::spawn(move || {
+        let seen = sent.to_vec();
+        drop(sent);
+        seen
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen, b"Batch-bytes");
+    // The listener taken before the return fires for it.
+    event_listener::Listener::wait(returned);
+    let again = pool.acquire(8192).unwrap();
+    assert_eq!(again.as_ptr() as usize, address, "the same block, reused");
+    let counters = pool.counters(class);
+    assert_eq!(
+        (counters.in_use, counters.returns, counters.reuses),
+        (1, 1, 1)
+    );
+    assert_eq!(pool.allocated_bytes(), 8192);
+}
+
+#[test]
+#[should_panic(expected = "outside the content")]
+fn a_window_past_the_content_is_refused() {
+    let pool = Pool::new_unchecked(PoolConfig::default());
+    let mut buffer = pool.acquire(10).unwrap();
+    buffer.extend_from_slice(b"0123");
+    let _sent = buffer.into_send(2..5);
+}

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use proto::batch::{BatchEncodeError, OutgoingMessage, encode_batch};
 use segment::log::{Durability, LogConfig};
-use segment::partition::{PartitionError, PartitionHandle, PartitionSpec};
+use segment::partition::{AppendBuffer, PartitionError, PartitionHandle, PartitionSpec};
 use segment::storage::compio::CompioStorage;
 
 const MESSAGES_PER_BATCH: usize = 1000;
@@ -376,9 +376,9 @@ async fn append_many(
         let Some(batch) = buffer.take() else {
             return Err(BenchError::Writer(PartitionError::Closed));
         };
-        let (result, returned) = handle.append_returning(batch, now_us, None).await;
+        let (result, returned) = handle.append_returning(batch.into(), now_us, None).await;
         result.map_err(BenchError::Writer)?;
-        buffer = returned;
+        buffer = returned.and_then(AppendBuffer::into_heap);
     }
     Ok(())
 }

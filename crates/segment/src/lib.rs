@@ -9,6 +9,8 @@
 
 extern crate alloc;
 
+#[cfg(feature = "compio")]
+pub mod append_buffer;
 pub mod check;
 pub mod format;
 #[cfg(any(test, fuzzing))]

@@ -33,6 +33,8 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
+
+pub use crate::append_buffer::AppendBuffer;
 use crossfire::{AsyncRx, MAsyncTx, mpsc};
 use proto::batch::Producer;
 
@@ -153,13 +155,13 @@ pub struct PartitionSpec {
 }
 
 /// An append's outcome with its buffer, handed back for reuse.
-pub type AppendReply = (Result<AppendOutcome, PartitionError>, Vec<u8>);
+pub type AppendReply = (Result<AppendOutcome, PartitionError>, AppendBuffer);
 
 type Reply<T> = TxOneshot<Result<T, PartitionError>>;
 
 enum Job {
     Append {
-        batch: Vec<u8>,
+        batch: AppendBuffer,
         now_us: u64,
         producer: Option<(Producer, u32)>,
         reply: TxOneshot<AppendReply>,
@@ -261,7 +263,7 @@ struct Pending {
     reply: TxOneshot<AppendReply>,
     result: Result<AppendOutcome, PartitionError>,
     needs_sync: bool,
-    batch: Vec<u8>,
+    batch: AppendBuffer,
 }
 
 impl PartitionHandle {
@@ -329,20 +331,22 @@ impl PartitionHandle {
     /// count when it has one. Acknowledged after the sync that covers it under `Persisted`.
     pub async fn append(
         &self,
-        batch: Vec<u8>,
+        batch: impl Into<AppendBuffer>,
         now_us: u64,
         producer: Option<(Producer, u32)>,
     ) -> Result<AppendOutcome, PartitionError> {
-        self.append_returning(batch, now_us, producer).await.0
+        self.append_returning(batch.into(), now_us, producer)
+            .await
+            .0
     }
 
     /// As [`Self::append`], handing the buffer back unless the task dropped it unanswered.
     pub async fn append_returning(
         &self,
-        batch: Vec<u8>,
+        batch: AppendBuffer,
         now_us: u64,
         producer: Option<(Producer, u32)>,
-    ) -> (Result<AppendOutcome, PartitionError>, Option<Vec<u8>>) {
+    ) -> (Result<AppendOutcome, PartitionError>, Option<AppendBuffer>) {
         let (reply, receiver) = oneshot();
         let job = Job::Append {
             batch,
@@ -565,10 +569,10 @@ impl<S: Storage + Clone + 'static> Task<S> {
     /// sync, and the buffer.
     async fn append(
         &mut self,
-        batch: Vec<u8>,
+        batch: AppendBuffer,
         now_us: u64,
         producer: Option<(Producer, u32)>,
-    ) -> (Result<AppendOutcome, PartitionError>, bool, Vec<u8>) {
+    ) -> (Result<AppendOutcome, PartitionError>, bool, AppendBuffer) {
         if let Some(poison) = &self.poison {
             return (
                 Err(PartitionError::Poisoned(Arc::clone(poison))),

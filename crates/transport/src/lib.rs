@@ -39,6 +39,19 @@ pub trait ConnectionHandler {
         body: &[u8],
     ) -> impl Future<Output = Answer>;
 
+    /// As [`handle`](Self::handle) for a body read into the shard's buffer pool, handed over
+    /// whole so the handler can keep its memory (a send's batch goes to the partition as
+    /// it is); by default it is handled as bytes.
+    #[cfg(feature = "tcp")]
+    fn handle_pooled(
+        &self,
+        connection: &Self::Connection,
+        header: &[u8; HEADER_SIZE],
+        body: pool::Buffer,
+    ) -> impl Future<Output = Answer> {
+        async move { self.handle(connection, header, &body).await }
+    }
+
     /// Completes when the server ends the connection's session on its own (a stale client):
     /// the transport then writes an eviction frame with the reason and closes the connection.
     /// Polled for the connection's whole life, alongside its requests.

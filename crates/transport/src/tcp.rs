@@ -623,7 +623,10 @@ async fn answer<H: ConnectionHandler>(
     header: Box<[u8; HEADER_SIZE]>,
     body: Body,
 ) -> (Box<[u8; HEADER_SIZE]>, Answer) {
-    let answer = handler.handle(connection, &header, &body).await;
+    let answer = match body {
+        Body::Pooled(buffer) => handler.handle_pooled(connection, &header, buffer).await,
+        body => handler.handle(connection, &header, &body).await,
+    };
     (header, answer)
 }
 

@@ -213,6 +213,47 @@ fn a_failed_group_sync_poisons_the_partition() {
     });
 }
 
+/// A batch in a pool block (a request body read on another shard) is stamped and written
+/// where it lies: the task hands back the very block, and the record reads back as that
+/// block's stamped bytes. The block is made on another thread, as a connection's shard
+/// would, and comes home to its pool when dropped here.
+#[test]
+fn a_pooled_batch_is_written_from_its_own_block() {
+    let storage = MemoryStorage::new();
+    let record = batch(3, None);
+    let (sent, address) = std::thread::spawn(move || {
+        let pool = pool::Pool::new(pool::PoolConfig::default()).unwrap();
+        let mut body = pool.acquire(record.len() + 16).unwrap();
+        body.extend_from_slice(b"metadata");
+        body.extend_from_slice(&record);
+        body.extend_from_slice(b"trailing");
+        let sent = body.into_send(8..8 + record.len());
+        let address = sent.as_ptr() as usize;
+        (sent, address)
+    })
+    .join()
+    .unwrap();
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Replicated);
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        let (result, returned) = handle.append_returning(sent.into(), 1_000, None).await;
+        assert_eq!(result.unwrap().messages_count, 3);
+        let Some(AppendBuffer::Pooled(returned)) = returned else {
+            panic!("the pooled block came back as another kind of buffer");
+        };
+        assert_eq!(returned.as_ptr() as usize, address, "no copy was appended");
+        let records = handle.read(ReadStart::First, 3, 1 << 20).await.unwrap();
+        assert_eq!(records.messages_count, 3);
+        // The record as read is the batch as sent, stamped (its header differs) and whole.
+        assert_eq!(records.bytes.len(), returned.len());
+        assert_eq!(&records.bytes[..], &returned[..]);
+        drop(returned);
+        handle.close(false).await.unwrap();
+    });
+}
+
 #[test]
 fn invalid_batches_fail_alone_and_jobs_after_a_close_fail() {
     let storage = MemoryStorage::new();
@@ -239,7 +280,9 @@ fn invalid_batches_fail_alone_and_jobs_after_a_close_fail() {
         let behind = behind.await.unwrap();
         assert!(matches!(behind, Err(PartitionError::Closed)), "{behind:?}");
 
-        let (late, buffer) = handle.append_returning(batch(1, None), 3_000, None).await;
+        let (late, buffer) = handle
+            .append_returning(batch(1, None).into(), 3_000, None)
+            .await;
         assert!(matches!(late, Err(PartitionError::Closed)), "{late:?}");
         assert!(buffer.is_some());
         assert!(matches!(
@@ -384,10 +427,11 @@ async fn append_concurrently(handle: &PartitionHandle) -> Vec<AppendOutcome> {
                 let mut buffer = batch(MESSAGES_PER_BATCH, None);
                 for index in 0..APPENDS_PER_APPENDER {
                     let now_us = (appender * APPENDS_PER_APPENDER + index) as u64;
-                    let (result, returned) = handle.append_returning(buffer, now_us, None).await;
+                    let (result, returned) =
+                        handle.append_returning(buffer.into(), now_us, None).await;
                     acknowledged.push(result.unwrap());
                     // A stamped record is appended again as is: offsets are restamped.
-                    buffer = returned.unwrap();
+                    buffer = returned.and_then(AppendBuffer::into_heap).unwrap();
                 }
                 acknowledged
             })

@@ -6,6 +6,7 @@ use proto::batch::Producer;
 use proto::commands::messages::{Confirmation, SendConfirmations, SendMessages};
 use proto::primitives::Partitioning;
 use segment::log::{AppendError, ReadError};
+use segment::partition::AppendBuffer;
 use segment::storage::Storage;
 
 use super::resolve::resolve_topic;
@@ -77,12 +78,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         })
     }
 
-    /// Appends `batch` (the request's batch record, copied so it can be stamped) and returns
-    /// the confirmation; under `Persisted` only after the fdatasync that covers it.
+    /// Appends `batch` (the request's batch record, owned so the partition's task can stamp
+    /// it: the body's pool block, or a copy) and returns the confirmation; under `Persisted`
+    /// only after the fdatasync that covers it.
     pub async fn send(
         &self,
         plan: &SendPlan,
-        batch: Vec<u8>,
+        batch: AppendBuffer,
         now_us: u64,
     ) -> Result<SendConfirmations, DataError> {
         let outcome = plan

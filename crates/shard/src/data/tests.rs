@@ -117,7 +117,7 @@ pub(crate) async fn send(plane: &DataPlane<MemoryStorage>, meta: &Metadata, coun
     let plan = plane
         .plan_send(meta, &send_request(&bytes, Partitioning::Balanced), 0)
         .unwrap();
-    plane.send(&plan, bytes.clone(), 1).await.unwrap();
+    plane.send(&plan, bytes.clone().into(), 1).await.unwrap();
 }
 
 #[test]
@@ -356,7 +356,7 @@ async fn send_to<S: Storage + Clone + 'static>(
     let bytes = batch(count, None);
     let request = send_request(&bytes, Partitioning::PartitionId(partition_id));
     let plan = plane.plan_send(meta, &request, 0).unwrap();
-    let confirmed = plane.send(&plan, bytes.clone(), 1).await?;
+    let confirmed = plane.send(&plan, bytes.clone().into(), 1).await?;
     Ok(confirmed.0[0].base_offset)
 }
 

@@ -5,12 +5,16 @@
 //! Parked requests (106, 109) register with [`Server::park`] under (client id, request
 //! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
+use std::ops::Range;
+
 use proto::commands::Request;
+use proto::commands::messages::SendMessages;
 use proto::header::{Operation, PartitionContext, RequestHeader};
 use proto::primitives::Identifier;
+use segment::partition::AppendBuffer;
 
 use crate::connection::Connection;
-use crate::data::{PollRefusal, PollRequest, Polled};
+use crate::data::{PollRefusal, PollRequest, Polled, SendPlan};
 use crate::metadata::User;
 use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
@@ -62,11 +66,14 @@ pub(crate) async fn handle(
         return Outcome::refused(operation, refusal, commit);
     }
     match request {
+        // The pipeline takes sends before dispatch (`prepare_send`), so it can hand the
+        // partition the body's own block; one reaching here is appended from a copy.
         Request::SendMessages(send) => {
-            if let Err(refusal) = check_producer(server, connection, &send) {
-                return Outcome::refused(operation, refusal, commit);
+            let batch = send.batch.as_bytes().to_vec();
+            match prepare_send(server, connection, header, &send, send.batch.as_bytes()) {
+                Ok(prepared) => append_prepared(server, prepared, batch.into()).await,
+                Err(refusal) => Outcome::refused(operation, refusal, commit),
             }
-            send_messages(server, operation, commit, &send, context.incarnation).await
         }
         Request::PollMessages(selector) => {
             let request = PollRequest {
@@ -149,7 +156,7 @@ fn check_access(
 fn check_producer(
     server: &Server,
     connection: &Connection,
-    send: &proto::commands::messages::SendMessages<'_>,
+    send: &SendMessages<'_>,
 ) -> Result<(), Refusal> {
     let (Some(producer), Some(user_id)) = (send.batch.producer(), connection.user_id()) else {
         return Ok(());
@@ -196,30 +203,73 @@ async fn fetch_messages(
     }
 }
 
-/// `SEND_MESSAGES` (101): plan, append, confirm.
-async fn send_messages(
-    server: &Server,
+/// A send checked and planned, waiting for its batch record: the pipeline appends it once
+/// the decoded request no longer borrows the body, handing the partition the body's own pool
+/// block when it has one ([`crate::Server::handle_pooled`]) and a copy otherwise.
+pub(crate) struct PreparedSend {
+    plan: SendPlan,
+    /// Where the batch record lies in the request body.
+    pub(crate) batch: Range<usize>,
     operation: Operation,
     commit: u64,
-    send: &proto::commands::messages::SendMessages<'_>,
-    incarnation: u64,
-) -> Outcome {
+}
+
+/// The checks and the plan of a `SEND_MESSAGES` (101) whose caller passed
+/// [`super::authorize_caller`].
+pub(crate) fn prepare_send(
+    server: &Server,
+    connection: &Connection,
+    header: &RequestHeader,
+    send: &SendMessages<'_>,
+    body: &[u8],
+) -> Result<PreparedSend, Refusal> {
+    let operation = header.operation().unwrap_or(Operation::NonReplicated);
+    let commit = server.metadata.borrow().commit;
+    check_topic_access(
+        server,
+        connection,
+        &send.stream_id,
+        &send.topic_id,
+        can_send,
+    )?;
+    check_producer(server, connection, send)?;
+    let incarnation = header.partition_incarnation.get();
     let plan = {
         let metadata = server.metadata.borrow();
-        server.data.plan_send(&metadata, send, incarnation)
+        server.data.plan_send(&metadata, send, incarnation)?
     };
-    let plan = match plan {
-        Ok(plan) => plan,
-        Err(refusal) => return Outcome::refused(operation, refusal, commit),
-    };
-    match server
-        .data
-        .send(&plan, send.batch.as_bytes().to_vec(), server.now_us())
-        .await
-    {
+    let batch = range_within(body, send.batch.as_bytes()).ok_or(Refusal::Internal)?;
+    Ok(PreparedSend {
+        plan,
+        batch,
+        operation,
+        commit,
+    })
+}
+
+/// Appends a prepared send's batch record and confirms it.
+pub(crate) async fn append_prepared(
+    server: &Server,
+    prepared: PreparedSend,
+    batch: AppendBuffer,
+) -> Outcome {
+    let PreparedSend {
+        plan,
+        operation,
+        commit,
+        ..
+    } = prepared;
+    match server.data.send(&plan, batch, server.now_us()).await {
         Ok(confirmations) => Outcome::value(operation, confirmations, commit),
         Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
+}
+
+/// Where `part`, a subslice of `whole`, lies in it; `None` if it is not one.
+fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
 }
 
 /// Plans and runs a poll; `wait` = (`min_count`, `wait_us`) for a deferred one.

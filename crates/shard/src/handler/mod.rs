@@ -166,6 +166,30 @@ pub(crate) async fn dispatch(
     }
 }
 
+/// A `SEND_MESSAGES` authorized, checked and planned before dispatch, so the pipeline can
+/// append it with the body it owns; `None` for every other request. A refusal is answered
+/// in the header status, as the message family answers.
+pub(crate) fn prepare_send(
+    server: &Server,
+    connection: &Connection,
+    header: &RequestHeader,
+    request: &Request<'_>,
+    body: &[u8],
+) -> Option<Result<messages::PreparedSend, Outcome>> {
+    let Request::SendMessages(send) = request else {
+        return None;
+    };
+    let prepared = authorize_caller(server, connection, request)
+        .and_then(|()| messages::prepare_send(server, connection, header, send, body));
+    Some(prepared.map_err(|refusal| {
+        log::info!(
+            "client {}: SendMessages refused: {refusal:?}",
+            connection.client_number
+        );
+        Outcome::refused(operation_of(header), refusal, server.commit_number())
+    }))
+}
+
 /// The authorization table's verdict for the connection's user (PROTOCOL.md §7.5); a
 /// connection whose user is gone acts as nobody (`40 Unauthenticated`).
 fn authorize_caller(

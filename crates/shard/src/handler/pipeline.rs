@@ -8,6 +8,7 @@ use proto::commands::Request;
 use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
 use proto::{DecodeError, Subject};
 
+use super::messages::PreparedSend;
 use crate::connection::{BoundSession, ClientRecord, Connection};
 use crate::mail::{Forwarded, ShardMessage};
 use crate::metadata::auth::IdentityLost;
@@ -15,15 +16,64 @@ use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
 
+/// What the pipeline made of a frame: an outcome, or a send ready for its batch bytes.
+enum Handled {
+    Done(Outcome),
+    Send(PreparedSend),
+}
+
+impl From<Outcome> for Handled {
+    fn from(outcome: Outcome) -> Self {
+        Self::Done(outcome)
+    }
+}
+
 impl Server {
     /// Handles one request frame from `connection`: `header` is the raw 256-byte header
-    /// whose frame prefix the transport checked.
+    /// whose frame prefix the transport checked. A send's batch is copied out of `body`.
     pub async fn handle(
         &self,
         connection: &mut Connection,
         raw_header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
+        let outcome = match self.handle_frame(connection, raw_header, body).await {
+            Handled::Done(outcome) => outcome,
+            Handled::Send(prepared) => {
+                let batch = body.get(prepared.batch.clone()).unwrap_or_default();
+                super::messages::append_prepared(self, prepared, batch.to_vec().into()).await
+            }
+        };
+        self.note_user(connection);
+        outcome
+    }
+
+    /// As [`Self::handle`] for a body read into the shard's pool: a send hands the body's
+    /// block itself to the partition's task (on whichever shard owns the partition), which
+    /// stamps and writes the batch where it landed, without a copy.
+    pub async fn handle_pooled(
+        &self,
+        connection: &mut Connection,
+        raw_header: &[u8; HEADER_SIZE],
+        body: pool::Buffer,
+    ) -> Outcome {
+        let outcome = match self.handle_frame(connection, raw_header, &body).await {
+            Handled::Done(outcome) => outcome,
+            Handled::Send(prepared) => {
+                let batch = body.into_send(prepared.batch.clone());
+                super::messages::append_prepared(self, prepared, batch.into()).await
+            }
+        };
+        self.note_user(connection);
+        outcome
+    }
+
+    async fn handle_frame(
+        &self,
+        connection: &mut Connection,
+        raw_header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> Handled {
         connection.liveness.stamp(self.now_us());
         let header = match RequestHeader::parse(raw_header, connection.dialect) {
             Ok(header) => header,
@@ -33,14 +83,11 @@ impl Server {
                     connection.client_number
                 );
                 let bound = connection.session.is_some();
-                return Outcome::Evict(header_eviction(&error, bound));
+                return Outcome::Evict(header_eviction(&error, bound)).into();
             }
         };
-        let outcome = self
-            .handle_request(connection, raw_header, header, body)
-            .await;
-        self.note_user(connection);
-        outcome
+        self.handle_request(connection, raw_header, header, body)
+            .await
     }
 
     /// Has the leader handle the request with a copy of the connection state, then takes
@@ -102,14 +149,17 @@ impl Server {
         raw_header: &[u8; HEADER_SIZE],
         header: &RequestHeader,
         body: &[u8],
-    ) -> Outcome {
+    ) -> Handled {
         let operation = header
             .operation()
             .expect("RequestHeader::parse accepts known operations only");
         let commit = self.commit_number();
         let leader = self.place().is_leader();
         if operation == Operation::Register {
-            return self.register(connection, raw_header, header, body).await;
+            return self
+                .register(connection, raw_header, header, body)
+                .await
+                .into();
         }
         if let Some(bound) = connection.session
             && let Err(reason) = self.session_holds(bound, header.client.get())
@@ -120,7 +170,7 @@ impl Server {
                 bound.session
             );
             connection.session = None;
-            return Outcome::Evict(reason);
+            return Outcome::Evict(reason).into();
         }
         if let Some(bound) = connection.session
             && let Some(reason) = session_mismatch(header.session.get(), bound.session)
@@ -131,13 +181,13 @@ impl Server {
                 header.session.get(),
                 bound.session
             );
-            return Outcome::Evict(reason);
+            return Outcome::Evict(reason).into();
         }
         let code = header.code().and_then(CommandCode::from_u32);
         if connection.session.is_none()
             && let Some(outcome) = unauthenticated(operation, code, commit)
         {
-            return outcome;
+            return outcome.into();
         }
         let Some(code) = code else {
             let raw = header.code.get();
@@ -145,7 +195,7 @@ impl Server {
                 "client {}: unknown command code {raw}",
                 connection.client_number
             );
-            return Outcome::refused(operation, Refusal::Malformed, commit);
+            return Outcome::refused(operation, Refusal::Malformed, commit).into();
         };
         let request = match Request::decode(code, body, connection.dialect) {
             Ok(request) => request,
@@ -154,13 +204,31 @@ impl Server {
                     "client {}: undecodable {code:?}: {error}",
                     connection.client_number
                 );
-                return Outcome::refused(operation, Refusal::Undecodable(error), commit);
+                return Outcome::refused(operation, Refusal::Undecodable(error), commit).into();
             }
         };
         if !leader && super::route::needs_leader(&request) {
-            return self.forward(connection, raw_header, body).await;
+            return self.forward(connection, raw_header, body).await.into();
         }
-        super::dispatch(self, connection, header, request).await
+        self.route_decoded(connection, header, request, body).await
+    }
+
+    /// A decoded request this shard answers: a send is prepared for the pipeline to append
+    /// (with the body's own block when it has one), everything else dispatched.
+    async fn route_decoded(
+        &self,
+        connection: &mut Connection,
+        header: &RequestHeader,
+        request: Request<'_>,
+        body: &[u8],
+    ) -> Handled {
+        match super::prepare_send(self, connection, header, &request, body) {
+            Some(Ok(prepared)) => Handled::Send(prepared),
+            Some(Err(outcome)) => outcome.into(),
+            None => super::dispatch(self, connection, header, request)
+                .await
+                .into(),
+        }
     }
 
     /// Whether the connection's bound session may still act, checked before every request:
