@@ -125,9 +125,40 @@ pub(super) async fn read_body(
             .map(Body::Heap);
     };
     let deadline = deadline + waited_from.elapsed();
-    let read = stream.read_exact(buffer.slice(..length));
+    let read = read_all(stream, buffer, length);
     let BufResult(result, buffer) = within(deadline, "a frame body", read).await?;
-    finish(result).map(|()| Body::Pooled(buffer.into_inner()))
+    finish(result).map(|()| Body::Pooled(buffer))
+}
+
+/// Fills `buffer` with exactly `length` bytes: one `recv` with `MSG_WAITALL`, which the
+/// kernel completes only once all of them arrived (a large body comes in many segments;
+/// without it every segment was a completion and a resubmission), then plain reads for
+/// whatever a signal or a short return left.
+async fn read_all(stream: &mut TcpStream, buffer: Buffer, length: usize) -> BufResult<(), Buffer> {
+    use compio::driver::ToSharedFd;
+    use compio::driver::op::{Recv, RecvFlags};
+    let op = Recv::new(
+        stream.to_shared_fd(),
+        buffer.slice(..length),
+        RecvFlags::WAITALL,
+    );
+    let BufResult(result, slice) = compio::runtime::submit(op).await.into_inner();
+    let mut slice = slice.into_inner();
+    let received = match result {
+        Ok(received) => received.min(length),
+        Err(error) => return BufResult(Err(error), slice),
+    };
+    if received == 0 {
+        return BufResult(Err(io::ErrorKind::UnexpectedEof.into()), slice);
+    }
+    // A pool buffer is initialised to its capacity, so its length may move freely.
+    slice.set_len(received);
+    if received == length {
+        return BufResult(Ok(()), slice);
+    }
+    let rest = stream.read_exact(slice.slice(received..length));
+    let BufResult(result, rest) = rest.await;
+    BufResult(result, rest.into_inner())
 }
 
 /// Reads a frame header: waits for its first bytes until `idle_deadline` (none: forever),

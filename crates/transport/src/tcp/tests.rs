@@ -169,6 +169,15 @@ fn client(address: SocketAddr) {
 
     stream.write_all(&request(5, b"still here")).unwrap();
     assert_eq!(&read_frame(&mut stream)[256..], b"still here");
+
+    // A large body arriving in pieces with pauses between them is read whole and in order
+    // (the pool read waits for all of it in one receive).
+    let body: Vec<u8> = (0..300_000_u32).map(|index| (index % 251) as u8).collect();
+    for piece in request(6, &body).chunks(40_000) {
+        stream.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(&read_frame(&mut stream)[256..], &body[..]);
 }
 
 /// The eviction arrives while request 2 is still being handled, with reason 13 and the
