@@ -51,8 +51,14 @@ pub(crate) struct Listeners {
 /// the leader's buffer pool settings.
 pub(crate) struct Handoffs {
     pool: pool::PoolConfig,
+    /// Every shard's hand-off channel by index (the leader's own is `None`): the accept
+    /// loop hands accepted connections to the others, and every shard moves connections
+    /// through them.
     #[cfg(feature = "tcp")]
-    tcp: Vec<transport::tcp::Handoff>,
+    tcp: Vec<Option<transport::tcp::Handoff>>,
+    /// The leader's inbox, for connections moving to it.
+    #[cfg(feature = "tcp")]
+    tcp_inbox: Option<transport::tcp::HandoffInbox>,
     #[cfg(feature = "tcp")]
     tcp_connections: transport::tcp::ConnectionCount,
 }
@@ -63,6 +69,9 @@ pub(crate) struct Handed {
     pool: pool::PoolConfig,
     #[cfg(feature = "tcp")]
     tcp: Option<(transport::tcp::HandoffInbox, transport::tcp::TcpConfig)>,
+    /// Every shard's hand-off channel by index (its own `None`).
+    #[cfg(feature = "tcp")]
+    tcp_peers: Vec<Option<transport::tcp::Handoff>>,
     #[cfg(feature = "tcp")]
     tcp_connections: transport::tcp::ConnectionCount,
 }
@@ -105,8 +114,9 @@ impl Listeners {
         0
     }
 
-    /// The hand-off channels to `others` shards besides the leader: the leader's ends, and
-    /// one [`Handed`] per other shard, in shard order. Every shard's pool is `pool`.
+    /// The hand-off channels of the leader and `others` shards besides it: the leader's
+    /// ends, and one [`Handed`] per other shard, in shard order. Every shard can reach every
+    /// other one (connections move between them). Every shard's pool is `pool`.
     pub(crate) fn handoffs(
         &self,
         others: usize,
@@ -115,23 +125,35 @@ impl Listeners {
         #[cfg(feature = "tcp")]
         {
             let connections = transport::tcp::ConnectionCount::default();
-            let mut senders = Vec::new();
-            let mut handed = Vec::new();
-            for _ in 0..others {
-                let tcp = self.tcp.as_ref().map(|_| {
+            let shards = others + 1;
+            let (senders, mut inboxes): (Vec<_>, Vec<_>) = (0..shards)
+                .map(|_| {
                     let (sender, inbox) = transport::tcp::handoff_channel();
-                    senders.push(sender);
-                    (inbox, self.tcp_config)
-                });
-                handed.push(Handed {
+                    (sender, Some(inbox))
+                })
+                .unzip();
+            let peers_of = |index: usize| -> Vec<Option<transport::tcp::Handoff>> {
+                let peer = |(shard, sender): (usize, &transport::tcp::Handoff)| {
+                    (shard != index).then(|| sender.clone())
+                };
+                senders.iter().enumerate().map(peer).collect()
+            };
+            let tcp_on = self.tcp.is_some();
+            let handed = (1..shards)
+                .map(|index| Handed {
                     pool,
-                    tcp,
+                    tcp: inboxes[index]
+                        .take()
+                        .filter(|_| tcp_on)
+                        .map(|inbox| (inbox, self.tcp_config)),
+                    tcp_peers: peers_of(index),
                     tcp_connections: std::sync::Arc::clone(&connections),
-                });
-            }
+                })
+                .collect();
             let handoffs = Handoffs {
                 pool,
-                tcp: senders,
+                tcp: peers_of(0),
+                tcp_inbox: inboxes[0].take(),
                 tcp_connections: connections,
             };
             (handoffs, handed)
@@ -157,7 +179,7 @@ impl Listeners {
             log::info!(
                 "tcp: listening on {} ({} shard(s))",
                 tcp.local_address(),
-                handoffs.tcp.len() + 1
+                handoffs.tcp.len()
             );
             let handler = Rc::new(crate::shard_handler::ShardHandler {
                 server,
@@ -169,7 +191,10 @@ impl Listeners {
                 handoffs.tcp_connections,
                 Rc::new(pool::Pool::new_unchecked(handoffs.pool)),
             );
-            tcp.accept(&local, handoffs.tcp, shutdown).await;
+            local.set_peers(handoffs.tcp.clone());
+            let others = handoffs.tcp.into_iter().flatten().collect();
+            tcp.accept(&local, others, handoffs.tcp_inbox, shutdown)
+                .await;
             local.drain().await;
             return;
         }
@@ -191,6 +216,7 @@ impl Handed {
             });
             let pool = Rc::new(pool::Pool::new_unchecked(self.pool));
             let local = transport::tcp::TcpShard::new(config, handler, self.tcp_connections, pool);
+            local.set_peers(self.tcp_peers);
             local.receive(inbox).await;
             local.drain().await;
             return;

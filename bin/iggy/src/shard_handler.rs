@@ -3,9 +3,13 @@
 //!
 //! Requests of one connection run concurrently, so each works on a copy of the connection
 //! state and writes back only what it changed (the dialect and session a login, bind or
-//! logout sets); a long poll never holds a borrow across its wait. A connection is evicted
-//! between requests when the leader fires its liveness's eviction signal.
+//! logout sets, and where its data requests went); a long poll never holds a borrow across
+//! its wait. A connection whose data requests keep reaching partitions of another shard is
+//! moved there by the transport ([`shard::affinity`]); its state travels with it. A
+//! connection is evicted between requests when the leader fires its liveness's eviction
+//! signal.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -44,10 +48,14 @@ impl ShardHandler {
             Body::Pooled(body) => self.server.handle_pooled(&mut local, header, body).await,
         };
 
-        if local.dialect != before.dialect || local.session != before.session {
+        if local.dialect != before.dialect
+            || local.session != before.session
+            || local.affinity != before.affinity
+        {
             let mut shared = connection.borrow_mut();
             shared.dialect = local.dialect;
             shared.session = local.session;
+            shared.affinity = local.affinity;
         }
         match outcome {
             // The edge's one binary encoding of the reply's typed body, in the dialect the
@@ -88,6 +96,28 @@ impl ConnectionHandler for ShardHandler {
         body: pool::Buffer,
     ) -> Answer {
         self.answer(connection, Body::Pooled(body), header).await
+    }
+
+    fn move_to(&self, connection: &RefCell<Connection>) -> Option<usize> {
+        self.server.move_to(&connection.borrow())
+    }
+
+    fn may_move(&self, connection: &RefCell<Connection>) -> bool {
+        self.server.may_move(&connection.borrow())
+    }
+
+    fn detach(
+        &self,
+        connection: RefCell<Connection>,
+    ) -> Result<Box<dyn Any + Send>, RefCell<Connection>> {
+        Ok(Box::new(connection.into_inner()))
+    }
+
+    fn attach(&self, detached: Box<dyn Any + Send>) -> Option<RefCell<Connection>> {
+        detached
+            .downcast::<Connection>()
+            .ok()
+            .map(|connection| RefCell::new(*connection))
     }
 
     fn evicted(&self, connection: &RefCell<Connection>) -> impl Future<Output = EvictionReason> {

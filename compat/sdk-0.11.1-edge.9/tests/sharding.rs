@@ -96,3 +96,66 @@ fn clients_on_both_shards_see_each_others_writes() {
         }
     });
 }
+
+/// A connection whose sends and polls keep reaching partitions of the other shard moves to
+/// that shard (the server logs it) between two requests, and nothing is lost or reordered:
+/// every message sent before, across and after the move reads back at its offset, and the
+/// moved connection goes on serving control requests too.
+#[test]
+fn connections_move_to_the_shard_of_their_partitions_and_lose_nothing() {
+    let server = Server::start_with_env(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")]);
+    assert!(
+        server.log_shows_within("2 shard(s)", LOG_WAIT),
+        "{}",
+        server.log_tail()
+    );
+    run(async {
+        // Connections go to the shards in turn: with two clients, one is on each shard, so
+        // at least one of them works with a partition of the other shard.
+        let first = root_client(&server).await;
+        let second = root_client(&server).await;
+        create_stream_topic(&first, "moving", "events", PARTITIONS).await;
+        const PER_PARTITION: u64 = 40;
+        for (index, client) in (0u64..).zip([&first, &second]) {
+            for partition in 0..PARTITIONS {
+                let base = (index * u64::from(PARTITIONS) + u64::from(partition)) * PER_PARTITION;
+                send_range(
+                    client,
+                    "moving",
+                    "events",
+                    partition,
+                    base..base + PER_PARTITION,
+                    4,
+                )
+                .await;
+            }
+        }
+        assert!(
+            server.log_shows_within("moves to shard", LOG_WAIT),
+            "{}",
+            server.log_tail()
+        );
+        for client in [&first, &second] {
+            for partition in 0..PARTITIONS {
+                let expected = 2 * PER_PARTITION as usize;
+                let messages = poll_all(client, "moving", "events", partition, expected).await;
+                assert_eq!(messages.len(), expected);
+                for (offset, message) in (0u64..).zip(&messages) {
+                    assert_eq!(message.header.offset, offset);
+                }
+                // The first client's messages, then the second's, each as it sent them.
+                for (position, message) in (0u64..).zip(&messages) {
+                    let (sender, within) = (position / PER_PARTITION, position % PER_PARTITION);
+                    let base =
+                        (sender * u64::from(PARTITIONS) + u64::from(partition)) * PER_PARTITION;
+                    assert_message(message, base + within);
+                }
+            }
+            let stats = client.get_stats().await.expect("stats after the moves");
+            assert_eq!(
+                stats.messages_count,
+                2 * PER_PARTITION * u64::from(PARTITIONS)
+            );
+        }
+    });
+}

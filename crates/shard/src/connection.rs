@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use proto::Dialect;
 
+use crate::affinity::Affinity;
 use crate::liveness::Liveness;
 use crate::reply_budget::{REPLY_BUDGET_BYTES, ReplyBudget};
 
@@ -33,6 +34,8 @@ pub struct Connection {
     pub liveness: Arc<Liveness>,
     /// Reply memory its polls and fetches may hold at once.
     pub replies: Arc<ReplyBudget>,
+    /// Where its data requests' partitions live: the transport moves it there.
+    pub affinity: Affinity,
 }
 
 /// The session a connection is bound to after a login or `BIND_SESSION`.
@@ -60,6 +63,7 @@ impl Connection {
             session: None,
             liveness,
             replies: ReplyBudget::new(REPLY_BUDGET_BYTES),
+            affinity: Affinity::default(),
         }
     }
 

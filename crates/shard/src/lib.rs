@@ -7,6 +7,7 @@
 //! [`metadata::Metadata::apply`], so a replicated log can later take the journal's place
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
+pub mod affinity;
 pub mod check;
 pub mod clock;
 pub mod connection;

@@ -11,6 +11,7 @@ pub mod frame;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 
+use std::any::Any;
 use std::future::Future;
 use std::net::SocketAddr;
 
@@ -50,6 +51,35 @@ pub trait ConnectionHandler {
         body: pool::Buffer,
     ) -> impl Future<Output = Answer> {
         async move { self.handle(connection, header, &body).await }
+    }
+
+    /// The shard the connection should move to now, if any: its requests keep going to work
+    /// that shard owns. The transport moves it between two frames, with nothing in flight.
+    fn move_to(&self, connection: &Self::Connection) -> Option<usize> {
+        let _ = connection;
+        None
+    }
+
+    /// Whether the connection may move soon: while it may, its next frame is read only
+    /// after the previous one is answered, so a move never cuts a frame in two.
+    fn may_move(&self, connection: &Self::Connection) -> bool {
+        let _ = connection;
+        false
+    }
+
+    /// Packs the state of a connection that moves to another shard (it is not closed: it
+    /// lives on there); a handler that cannot pack it hands it back and the connection stays.
+    fn detach(
+        &self,
+        connection: Self::Connection,
+    ) -> Result<Box<dyn Any + Send>, Self::Connection> {
+        Err(connection)
+    }
+
+    /// The state [`detach`](Self::detach) packed on another shard, taken over here.
+    fn attach(&self, detached: Box<dyn Any + Send>) -> Option<Self::Connection> {
+        let _ = detached;
+        None
     }
 
     /// Completes when the server ends the connection's session on its own (a stale client):

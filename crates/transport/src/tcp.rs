@@ -8,7 +8,8 @@
 //! its own (a stale client). The frame size is checked before a body byte is read, and a bad
 //! frame ends only its own connection.
 
-use std::cell::Cell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -95,6 +96,14 @@ struct ServeState {
     unauthenticated: Rc<UnauthenticatedBudget>,
 }
 
+impl ServeState {
+    /// `count` requests are no longer in flight (answered, or dropped with their connection).
+    fn done(&self, count: usize) {
+        self.in_flight
+            .set(self.in_flight.get().saturating_sub(count));
+    }
+}
+
 /// Connections open on every shard, counted against `connections_max` (and per address
 /// against `connections_per_ip_max`) by the accept loop.
 pub type ConnectionCount = Arc<Connections>;
@@ -154,18 +163,28 @@ impl Connections {
     }
 }
 
-/// An accepted connection on its way to the shard that will serve it.
-#[derive(Debug)]
+/// A connection on its way to the shard that will serve it: just accepted, or moving with
+/// the state its previous shard packed.
 pub struct Handed {
     descriptor: OwnedFd,
     peer: SocketAddr,
+    /// `None` for a new connection.
+    state: Option<Box<dyn Any + Send>>,
 }
 
-/// The accept loop's end of one shard's hand-off channel.
-pub type Handoff = crossfire::MAsyncTx<crossfire::mpsc::Array<Handed>>;
+/// What a hand-off channel carries.
+pub enum Arrival {
+    Connection(Handed),
+    /// The server stops: the receiving shard stops taking connections.
+    Stop,
+}
+
+/// A sending end of one shard's hand-off channel (the accept loop's, or another shard's for
+/// moving connections).
+pub type Handoff = crossfire::MAsyncTx<crossfire::mpsc::Array<Arrival>>;
 
 /// A shard's end of its hand-off channel; see [`TcpShard::receive`].
-pub type HandoffInbox = crossfire::AsyncRx<crossfire::mpsc::Array<Handed>>;
+pub type HandoffInbox = crossfire::AsyncRx<crossfire::mpsc::Array<Arrival>>;
 
 /// Connections that may wait in one shard's hand-off channel before accepting pauses.
 const HANDOFF_MAX: usize = 64;
@@ -183,7 +202,13 @@ pub struct TcpShard<H> {
     connections: ConnectionCount,
     /// The shard's buffer pool: request bodies are read into it.
     pool: Rc<Pool>,
+    /// Every shard's hand-off channel by shard index (`None` for this one and for shards
+    /// without one): where moving connections go.
+    peers: Peers,
 }
+
+/// Hand-off channels by shard index, shared by a shard's connection tasks.
+type Peers = Rc<RefCell<Vec<Option<Handoff>>>>;
 
 impl<H: ConnectionHandler + 'static> TcpShard<H> {
     /// A shard serving with `handler` and reading bodies into `pool`; `connections` is
@@ -200,25 +225,50 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
             state: Rc::default(),
             connections,
             pool,
+            peers: Rc::default(),
         }
     }
 
-    /// Serves the connections that arrive in `inbox` until the accept loop drops its end.
+    /// The hand-off channels of the shards, by index: connections may move to them.
+    pub fn set_peers(&self, peers: Vec<Option<Handoff>>) {
+        *self.peers.borrow_mut() = peers;
+    }
+
+    /// Serves the connections that arrive in `inbox` (accepted, or moving here from another
+    /// shard) until it says stop or every sender is gone.
     pub async fn receive(&self, inbox: HandoffInbox) {
-        while let Ok(handed) = inbox.recv().await {
-            let std_stream = std::net::TcpStream::from(handed.descriptor);
+        while let Ok(Arrival::Connection(handed)) = inbox.recv().await {
+            let Handed {
+                descriptor,
+                peer,
+                state,
+            } = handed;
+            let connection = match state.map(|state| self.handler.attach(state)) {
+                None => None,
+                Some(Some(connection)) => Some(connection),
+                Some(None) => {
+                    log::warn!("tcp: {peer}: a moving connection's state was not taken");
+                    self.connections.close(peer.ip());
+                    continue;
+                }
+            };
+            let std_stream = std::net::TcpStream::from(descriptor);
             match TcpStream::from_std(std_stream) {
-                Ok(stream) => self.adopt(stream, handed.peer),
+                Ok(stream) => self.adopt(stream, peer, connection),
                 Err(error) => {
-                    log::warn!("tcp: {}: adopt handed connection: {error}", handed.peer);
-                    self.connections.close(handed.peer.ip());
+                    log::warn!("tcp: {peer}: adopt handed connection: {error}");
+                    if let Some(connection) = connection {
+                        self.handler.close(connection);
+                    }
+                    self.connections.close(peer.ip());
                 }
             }
         }
     }
 
-    /// Serves `stream`, already counted in the connections, until it closes.
-    fn adopt(&self, stream: TcpStream, peer: SocketAddr) {
+    /// Serves `stream`, already counted in the connections, until it closes or moves to
+    /// another shard; `connection` is the state of one moving here, `None` for a new one.
+    fn adopt(&self, stream: TcpStream, peer: SocketAddr, connection: Option<H::Connection>) {
         if let Err(error) = stream.set_nodelay(true) {
             log::warn!("tcp: {peer}: set TCP_NODELAY: {error}");
         }
@@ -228,18 +278,41 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
         let config = self.config;
         let pool = Rc::clone(&self.pool);
         let unauthenticated = Rc::clone(&self.state.unauthenticated);
+        let peers = Rc::clone(&self.peers);
         compio::runtime::spawn(async move {
-            let connection = handler.open(peer);
+            let connection = connection.unwrap_or_else(|| handler.open(peer));
             let serving = Serving {
                 config,
                 handler: &*handler,
                 state: &state,
                 pool,
                 unauthenticated,
+                peers: &peers,
             };
-            let connection = serve_connection(stream, peer, serving, connection);
-            handler.close(connection.await);
-            connections.close(peer.ip());
+            let (connection, moving) = serve_connection(stream, peer, serving, connection).await;
+            let Some((target, descriptor)) = moving else {
+                handler.close(connection);
+                connections.close(peer.ip());
+                return;
+            };
+            let state = match handler.detach(connection) {
+                Ok(state) => state,
+                Err(connection) => {
+                    handler.close(connection);
+                    connections.close(peer.ip());
+                    return;
+                }
+            };
+            let handed = Handed {
+                descriptor,
+                peer,
+                state: Some(state),
+            };
+            if !hand_to(&peers, target, handed).await {
+                // The target stopped (shutdown): the connection ends with it.
+                log::info!("tcp: {peer}: shard {target} is gone; connection closed");
+                connections.close(peer.ip());
+            }
         })
         .detach();
     }
@@ -300,7 +373,7 @@ impl TcpServer {
         H: ConnectionHandler + 'static,
     {
         let shard = TcpShard::new(self.config, handler, ConnectionCount::default(), pool);
-        self.accept(&shard, Vec::new(), shutdown).await;
+        self.accept(&shard, Vec::new(), None, shutdown).await;
         shard.drain().await;
     }
 
@@ -308,17 +381,31 @@ impl TcpServer {
     /// `n % (1 + others.len())`: 0 is `local`, served here; shard *i* gets the descriptor
     /// through `others[i - 1]`. Dropping the hand-offs on return ends the shards'
     /// [`TcpShard::receive`].
+    /// Connections moving to this shard arrive in `inbox`, served here too. On return the
+    /// other shards are told to stop taking connections.
     pub async fn accept<H>(
         self,
         local: &TcpShard<H>,
         others: Vec<Handoff>,
+        inbox: Option<HandoffInbox>,
         shutdown: impl Future<Output = ()>,
     ) where
         H: ConnectionHandler + 'static,
     {
         let accept = pin!(accept_loop(&self.listener, local, &others));
+        let moving_in = pin!(async {
+            if let Some(inbox) = inbox {
+                local.receive(inbox).await;
+            }
+            // No shard can send here any more (or never could): accepting goes on.
+            std::future::pending::<()>().await;
+        });
+        let serving = select(accept, moving_in);
         let shutdown = pin!(shutdown);
-        let _ = select(accept, shutdown).await;
+        let _ = select(serving, shutdown).await;
+        for other in &others {
+            let _ = other.send(Arrival::Stop).await;
+        }
         log::info!(
             "tcp: stopped accepting; {} connection(s) open",
             local.connections.open()
@@ -355,7 +442,7 @@ where
         let shard = next % shards;
         next = next.wrapping_add(1);
         match shard.checked_sub(1).and_then(|index| others.get(index)) {
-            None => local.adopt(stream, peer),
+            None => local.adopt(stream, peer, None),
             Some(handoff) => hand_off(handoff, stream, peer, &local.connections).await,
         }
     }
@@ -378,9 +465,23 @@ async fn hand_off(
         }
     };
     drop(stream);
-    if handoff.send(Handed { descriptor, peer }).await.is_err() {
+    let handed = Handed {
+        descriptor,
+        peer,
+        state: None,
+    };
+    if handoff.send(Arrival::Connection(handed)).await.is_err() {
         log::warn!("tcp: {peer}: its shard stopped; connection closed");
         connections.close(peer.ip());
+    }
+}
+
+/// Sends a moving connection to shard `target`; says whether its channel took it.
+async fn hand_to(peers: &Peers, target: usize, handed: Handed) -> bool {
+    let handoff = peers.borrow().get(target).cloned().flatten();
+    match handoff {
+        Some(handoff) => handoff.send(Arrival::Connection(handed)).await.is_ok(),
+        None => false,
     }
 }
 
@@ -393,6 +494,9 @@ enum Ended {
     Stopping,
     /// A read or write did not complete in time: what it was.
     TimedOut(&'static str),
+    /// The connection moves to shard `.0`; nothing is in flight and no byte of the next
+    /// frame was read.
+    Moving(usize),
 }
 
 /// What the reader task hands the connection loop.
@@ -411,20 +515,25 @@ struct Serving<'s, H> {
     state: &'s ServeState,
     pool: Rc<Pool>,
     unauthenticated: Rc<UnauthenticatedBudget>,
+    /// Where the connection may move.
+    peers: &'s Peers,
 }
 
+/// Serves one connection until it ends; returns its state and, when it moves to another
+/// shard, the target and a duplicate of its descriptor (the stream itself is closed here).
 async fn serve_connection<H: ConnectionHandler>(
     stream: TcpStream,
     peer: SocketAddr,
     serving: Serving<'_, H>,
     connection: H::Connection,
-) -> H::Connection {
+) -> (H::Connection, Option<(usize, OwnedFd)>) {
     let Serving {
         config,
         handler,
         state,
         pool,
         unauthenticated,
+        peers,
     } = serving;
     let (reader, mut writer) = stream.into_split();
     // The channel holds one frame read ahead; `serve_frames` bounds the ones being handled.
@@ -432,6 +541,8 @@ async fn serve_connection<H: ConnectionHandler>(
     let authenticated = Rc::new(Cell::new(handler.authenticated(&connection)));
     let answered = Rc::new(event_listener::Event::new());
     let unauthenticated_since = Rc::new(Cell::new(Instant::now()));
+    let may_move = Rc::new(Cell::new(false));
+    let moving = Rc::new(Cell::new(None));
     let reading = Reading {
         config,
         pool,
@@ -439,8 +550,10 @@ async fn serve_connection<H: ConnectionHandler>(
         answered: Rc::clone(&answered),
         unauthenticated_since: Rc::clone(&unauthenticated_since),
         unauthenticated,
+        may_move: Rc::clone(&may_move),
+        moving: Rc::clone(&moving),
     };
-    let _reader = compio::runtime::spawn(read_frames(reader, reading, sender));
+    let reader = compio::runtime::spawn(read_frames(reader, reading, sender));
     let link = Link {
         handler,
         state,
@@ -448,9 +561,24 @@ async fn serve_connection<H: ConnectionHandler>(
         authenticated: &authenticated,
         answered: &answered,
         unauthenticated_since: &unauthenticated_since,
+        may_move: &may_move,
+        moving: &moving,
+        peers,
         config,
     };
     let ended = serve_frames(&mut frames, &mut writer, &link).await;
+    if let Ended::Moving(target) = ended {
+        // The reader ended itself after its last frame, its read half dropped.
+        let _ = reader.await;
+        match writer.as_fd().try_clone_to_owned() {
+            Ok(descriptor) => {
+                log::info!("tcp: {peer} moves to shard {target}");
+                return (connection, Some((target, descriptor)));
+            }
+            Err(error) => log::warn!("tcp: {peer}: duplicate descriptor to move: {error}"),
+        }
+        return (connection, None);
+    }
     match ended {
         Ended::PeerClosed | Ended::Stopping => log::debug!("tcp: {peer} closed"),
         Ended::Io(error) => log::info!("tcp: {peer} closed: {error}"),
@@ -459,8 +587,9 @@ async fn serve_connection<H: ConnectionHandler>(
         Ended::BadFrame(kind, error) => {
             log::warn!("tcp: {peer} sent a bad frame ({kind:?}: {error}); connection closed");
         }
+        Ended::Moving(_) => unreachable!("a move returned above"),
     }
-    connection
+    (connection, None)
 }
 
 /// What the connection loop serves one connection with.
@@ -474,18 +603,32 @@ struct Link<'l, H: ConnectionHandler> {
     answered: &'l event_listener::Event,
     /// Shared with the reader task: reset when a logout makes the link unauthenticated.
     unauthenticated_since: &'l Cell<Instant>,
+    /// Shared with the reader task: while set, it reads a frame only after the previous
+    /// one is answered.
+    may_move: &'l Cell<bool>,
+    /// Shared with the reader task: the shard to move to, set only when nothing is in
+    /// flight; the reader ends there at its next point between frames.
+    moving: &'l Cell<Option<usize>>,
+    peers: &'l Peers,
     config: TcpConfig,
 }
 
 impl<H: ConnectionHandler> Link<'_, H> {
-    /// After an answer: the link's login state for the reader task, which is woken to
-    /// re-check it.
-    fn note_answer(&self) {
+    /// After an answer: the link's login state and whether it moves, for the reader task,
+    /// which is woken to re-check them. `idle`: no other request is in flight.
+    fn note_answer(&self, idle: bool) {
         let authenticated = self.handler.authenticated(self.connection);
         if self.authenticated.replace(authenticated) && !authenticated {
             // A logout: the handshake grace starts again for the next login.
             self.unauthenticated_since.set(Instant::now());
         }
+        let may_move = authenticated && self.handler.may_move(self.connection);
+        self.may_move.set(may_move);
+        let target = (may_move && idle)
+            .then(|| self.handler.move_to(self.connection))
+            .flatten()
+            .filter(|&target| self.peers.borrow().get(target).is_some_and(Option::is_some));
+        self.moving.set(target);
         self.answered.notify(usize::MAX);
     }
 }
@@ -512,6 +655,8 @@ async fn serve_frames<H: ConnectionHandler>(
     let mut pending = FuturesUnordered::new();
     let mut evicted = pin!(handler.evicted(connection));
     let mut reading = true;
+    // Why reading ended, while the requests in flight are still being answered.
+    let mut ending = None;
     // The client id of the latest request, for an eviction that answers none.
     let mut client = 0;
     loop {
@@ -519,6 +664,8 @@ async fn serve_frames<H: ConnectionHandler>(
         let event = next_event(frames, &mut pending, evicted.as_mut(), read).await;
         let result = match event {
             Event::Incoming(Some(Incoming::Frame(header, body))) if !state.stopping.get() => {
+                // In flight again: no move until it is answered.
+                link.moving.set(None);
                 client = frame::client(&header);
                 state.in_flight.set(state.in_flight.get().saturating_add(1));
                 pending.push(answer(handler, connection, header, body));
@@ -527,7 +674,7 @@ async fn serve_frames<H: ConnectionHandler>(
             Event::Incoming(Some(Incoming::Frame(..))) => {
                 // Shutting down: no new request; the ones in flight still get answers.
                 reading = false;
-                end_when_idle(pending.is_empty(), Ended::Stopping)
+                end_when_idle(pending.is_empty(), Ended::Stopping, &mut ending)
             }
             Event::Incoming(Some(Incoming::Bad(header, kind, error))) => {
                 let eviction = frame::eviction(&header, kind.eviction_reason());
@@ -537,13 +684,14 @@ async fn serve_frames<H: ConnectionHandler>(
             }
             Event::Incoming(Some(Incoming::End(ended))) => {
                 reading = false;
-                end_when_idle(pending.is_empty(), ended)
+                end_when_idle(pending.is_empty(), ended, &mut ending)
             }
-            Event::Incoming(None) | Event::Idle => Err(Ended::PeerClosed),
+            Event::Incoming(None) | Event::Idle => Err(ending.take().unwrap_or(Ended::PeerClosed)),
             Event::Answered(header, answer) => {
-                link.note_answer();
                 let written = write_answer(writer, link, &header, answer).await;
-                state.in_flight.set(state.in_flight.get().saturating_sub(1));
+                state.done(1);
+                // After the write: a move must not leave an answer unwritten.
+                link.note_answer(pending.is_empty());
                 written
             }
             Event::Evicted(reason) => {
@@ -555,19 +703,20 @@ async fn serve_frames<H: ConnectionHandler>(
         };
         if let Err(ended) = result {
             // Requests still pending are dropped with the connection.
-            let dropped = pending.len();
-            state
-                .in_flight
-                .set(state.in_flight.get().saturating_sub(dropped));
+            state.done(pending.len());
             return ended;
         }
     }
 }
 
-/// Ends the connection with `ended` when no request is pending; otherwise the pending ones
-/// are answered first.
-fn end_when_idle(idle: bool, ended: Ended) -> Result<(), Ended> {
-    if idle { Err(ended) } else { Ok(()) }
+/// Reading ended with `ended`: the connection ends now when no request is pending;
+/// otherwise the pending ones are answered first, with `ended` kept as the reason.
+fn end_when_idle(idle: bool, ended: Ended, ending: &mut Option<Ended>) -> Result<(), Ended> {
+    if idle {
+        return Err(ended);
+    }
+    *ending = Some(ended);
+    Ok(())
 }
 
 /// What the connection loop acts on next.
@@ -657,6 +806,10 @@ struct Reading {
     unauthenticated_since: Rc<Cell<Instant>>,
     /// The shard's budget for unauthenticated bodies.
     unauthenticated: Rc<UnauthenticatedBudget>,
+    /// Set by the connection loop: read in lockstep, the connection may move.
+    may_move: Rc<Cell<bool>>,
+    /// Set by the connection loop: the shard to move to.
+    moving: Rc<Cell<Option<usize>>>,
 }
 
 /// The reader task: frames in order until the peer closes, the socket fails, a frame is bad
@@ -671,14 +824,23 @@ async fn read_frames(mut stream: TcpStream, reading: Reading, mut sender: mpsc::
         let last = !matches!(incoming, Incoming::Frame(..));
         // Before login a client is lockstep (it waits for the login's answer): the next frame
         // is read only once this one is answered, so it is sized and timed by what the
-        // answer made of the connection.
-        let lockstep = (!last && !reading.authenticated.get()).then(|| reading.answered.listen());
+        // answer made of the connection. A connection that may move is read the same way,
+        // so it can move after an answer without a byte of the next frame read.
+        let wait_answer = !reading.authenticated.get() || reading.may_move.get();
+        let lockstep = (!last && wait_answer).then(|| reading.answered.listen());
         let ready = std::future::poll_fn(|context| sender.poll_ready(context)).await;
         if ready.is_err() || sender.try_send(incoming).is_err() || last {
             return;
         }
         if let Some(answered) = lockstep {
             answered.await;
+            if let Some(target) = reading.moving.get() {
+                let ready = std::future::poll_fn(|context| sender.poll_ready(context)).await;
+                if ready.is_ok() {
+                    let _ = sender.try_send(Incoming::End(Ended::Moving(target)));
+                }
+                return;
+            }
         }
     }
 }

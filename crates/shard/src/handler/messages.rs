@@ -13,8 +13,9 @@ use proto::header::{Operation, PartitionContext, RequestHeader};
 use proto::primitives::Identifier;
 use segment::partition::AppendBuffer;
 
+use crate::affinity::Affinity;
 use crate::connection::Connection;
-use crate::data::{PollRefusal, PollRequest, Polled, SendPlan};
+use crate::data::{PartitionKey, PollRefusal, PollRequest, Polled, SendPlan};
 use crate::metadata::User;
 use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
@@ -84,7 +85,8 @@ pub(crate) async fn handle(
                 max_bytes: POLL_BYTES_DEFAULT,
             };
             let _replies = connection.replies.acquire(request.max_bytes).await;
-            poll(server, operation, commit, &request, None, number).await
+            let affinity = &mut connection.affinity;
+            poll(server, operation, commit, &request, None, number, affinity).await
         }
         Request::PollMessagesDeferred(deferred) => {
             let request = PollRequest {
@@ -96,7 +98,8 @@ pub(crate) async fn handle(
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
             let _replies = connection.replies.acquire(request.max_bytes).await;
-            poll(server, operation, commit, &request, wait, number).await
+            let affinity = &mut connection.affinity;
+            poll(server, operation, commit, &request, wait, number, affinity).await
         }
         Request::FetchMessages(fetch) => {
             let _replies = connection.replies.acquire(u64::from(fetch.max_bytes)).await;
@@ -247,6 +250,13 @@ pub(crate) fn prepare_send(
     })
 }
 
+impl PreparedSend {
+    /// The partition the send goes to.
+    pub(crate) fn key(&self) -> PartitionKey {
+        self.plan.key
+    }
+}
+
 /// Appends a prepared send's batch record and confirms it.
 pub(crate) async fn append_prepared(
     server: &Server,
@@ -272,7 +282,8 @@ fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<usize>> {
     (end <= whole.len()).then_some(start..end)
 }
 
-/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`) for a deferred one.
+/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`) for a deferred one. The
+/// partition's owner is noted in `affinity`.
 async fn poll(
     server: &Server,
     operation: Operation,
@@ -280,13 +291,17 @@ async fn poll(
     request: &PollRequest<'_>,
     wait: Option<(u32, u64)>,
     request_number: u64,
+    affinity: &mut Affinity,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
         server.data.plan_poll(&metadata, request)
     };
     let plan = match plan {
-        Ok(plan) => plan,
+        Ok(plan) => {
+            affinity.note(server.place().owner(plan.key));
+            plan
+        }
         Err(PollRefusal::Status(refusal)) => return Outcome::refused(operation, refusal, commit),
         Err(PollRefusal::Empty { partition_id }) => {
             let body = Polled::empty(partition_id).encode(request.dialect);

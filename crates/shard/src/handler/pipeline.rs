@@ -223,7 +223,10 @@ impl Server {
         body: &[u8],
     ) -> Handled {
         match super::prepare_send(self, connection, header, &request, body) {
-            Some(Ok(prepared)) => Handled::Send(prepared),
+            Some(Ok(prepared)) => {
+                connection.affinity.note(self.place().owner(prepared.key()));
+                Handled::Send(prepared)
+            }
             Some(Err(outcome)) => outcome.into(),
             None => super::dispatch(self, connection, header, request)
                 .await
@@ -250,6 +253,21 @@ impl Server {
             IdentityLost::UserInactive => EvictionReason::UserInactive,
             IdentityLost::TokenRevoked => EvictionReason::InvalidToken,
         })
+    }
+
+    /// The shard `connection` should move to now: its data requests keep reaching
+    /// partitions that shard owns ([`crate::affinity`]).
+    pub fn move_to(&self, connection: &Connection) -> Option<usize> {
+        let here = self.place().index;
+        connection
+            .affinity
+            .move_to(here)
+            .filter(|&target| target < self.place().count)
+    }
+
+    /// Whether `connection` may move soon (its transport then reads frames in lockstep).
+    pub fn may_move(&self, connection: &Connection) -> bool {
+        connection.affinity.may_move(self.place().index)
     }
 
     fn note_user(&self, connection: &Connection) {

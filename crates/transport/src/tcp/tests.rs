@@ -352,7 +352,7 @@ fn connections_are_handed_round_robin_to_shards() {
                 compio::time::sleep(Duration::from_millis(5)).await;
             }
         };
-        server.accept(&local, vec![handoff], done).await;
+        server.accept(&local, vec![handoff], None, done).await;
         let names = client.join().unwrap();
         let on_shard_1 = names.iter().filter(|name| *name == "shard-1").count();
         assert_eq!(on_shard_1, 2, "{names:?}");
@@ -444,4 +444,146 @@ fn an_exhausted_pool_holds_reading_back_until_memory_returns() {
         assert_eq!(*handler.finished.borrow(), [1, 2], "the second body waited");
         assert!(pool.allocated_bytes() <= 8192);
     });
+}
+
+/// Counts the requests of a connection and answers each with the name of the serving
+/// thread; a connection served on the test's thread moves to "shard-1" after two requests,
+/// carrying its count.
+struct Mover;
+
+impl ConnectionHandler for Mover {
+    type Connection = Cell<u32>;
+
+    fn open(&self, _peer: SocketAddr) -> Cell<u32> {
+        Cell::new(0)
+    }
+
+    async fn handle(&self, count: &Cell<u32>, _header: &[u8; HEADER_SIZE], _body: &[u8]) -> Answer {
+        count.set(count.get() + 1);
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: format!("{name} {}", count.get()).into_bytes(),
+            tail: Vec::new(),
+        }
+    }
+
+    fn may_move(&self, _count: &Cell<u32>) -> bool {
+        std::thread::current().name() != Some("shard-1")
+    }
+
+    fn move_to(&self, count: &Cell<u32>) -> Option<usize> {
+        (self.may_move(count) && count.get() >= 2).then_some(1)
+    }
+
+    fn detach(&self, count: Cell<u32>) -> Result<Box<dyn std::any::Any + Send>, Cell<u32>> {
+        Ok(Box::new(count.get()))
+    }
+
+    fn attach(&self, detached: Box<dyn std::any::Any + Send>) -> Option<Cell<u32>> {
+        detached
+            .downcast::<u32>()
+            .ok()
+            .map(|count| Cell::new(*count))
+    }
+
+    fn authenticated(&self, _count: &Cell<u32>) -> bool {
+        true
+    }
+
+    fn dialect(&self, _count: &Cell<u32>) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    async fn evicted(&self, _count: &Cell<u32>) -> EvictionReason {
+        std::future::pending().await
+    }
+
+    fn close(&self, _count: Cell<u32>) {}
+}
+
+/// A connection the handler moves goes to the other shard between two frames: every request
+/// is answered once, in order, the state travels (the count goes on), and requests sent
+/// back to back after the move are all answered there.
+#[test]
+fn a_connection_moves_to_the_shard_its_handler_names() {
+    let (to_shard_1, inbox) = super::handoff_channel();
+    let connections = super::ConnectionCount::default();
+    let shard_count = Arc::clone(&connections);
+    let shard = std::thread::Builder::new()
+        .name("shard-1".into())
+        .spawn(move || {
+            compio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async move {
+                    let tcp = TcpShard::new(config(), Rc::new(Mover), shard_count, test_pool());
+                    tcp.receive(inbox).await;
+                    tcp.drain().await;
+                });
+        })
+        .unwrap();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = TcpServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let local = TcpShard::new(
+            config(),
+            Rc::new(Mover),
+            Arc::clone(&connections),
+            test_pool(),
+        );
+        local.set_peers(vec![None, Some(to_shard_1.clone())]);
+        let client = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut answers = Vec::new();
+            for number in 1..=4 {
+                stream.write_all(&request(number, b"")).unwrap();
+                answers.push(String::from_utf8(read_frame(&mut stream)[256..].to_vec()).unwrap());
+            }
+            let mut burst = Vec::new();
+            for number in 5..=7 {
+                burst.extend_from_slice(&request(number, b""));
+            }
+            stream.write_all(&burst).unwrap();
+            for _ in 5..=7 {
+                answers.push(String::from_utf8(read_frame(&mut stream)[256..].to_vec()).unwrap());
+            }
+            answers
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.accept(&local, Vec::new(), None, done).await;
+        let answers = client.join().unwrap();
+        let (counts, threads): (Vec<u32>, Vec<String>) = answers
+            .iter()
+            .map(|answer| {
+                let (thread, count) = answer.rsplit_once(' ').unwrap();
+                (count.parse::<u32>().unwrap(), thread.to_owned())
+            })
+            .unzip();
+        let mut sorted = counts.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (1..=7).collect::<Vec<_>>(), "{answers:?}");
+        assert_eq!(&counts[..4], &[1, 2, 3, 4], "{answers:?}");
+        assert!(
+            threads[..2].iter().all(|name| name != "shard-1"),
+            "{answers:?}"
+        );
+        assert!(
+            threads[2..].iter().all(|name| name == "shard-1"),
+            "{answers:?}"
+        );
+        local.drain().await;
+        let stopped = to_shard_1.send(super::Arrival::Stop).await;
+        assert!(stopped.is_ok(), "shard 1 stopped early");
+    });
+    shard.join().unwrap();
 }
