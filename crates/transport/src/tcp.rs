@@ -884,6 +884,9 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
         Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
     };
     let deadline = started + config.frame_read_timeout;
+    if prefix.body_length() > 0 {
+        acknowledge_now(stream);
+    }
     let body = if authenticated {
         body::read_body(stream, prefix.body_length(), &reading.pool, deadline).await?
     } else {
@@ -895,6 +898,20 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
         Body::Unauthenticated(bytes, held)
     };
     Ok(Incoming::Frame(header, body))
+}
+
+/// Sends the acknowledgement the kernel holds back for the header just read. A client that
+/// keeps Nagle's algorithm on (the SDK's default, `nodelay = false`) and writes the header
+/// and the body separately holds a body shorter than one segment until the header is
+/// acknowledged, and Linux delays that acknowledgement by up to 40 ms: every such request
+/// then took 40 ms (iggy-bench with its defaults, 100 × 100-byte messages per batch: about
+/// 2,300 msg/s at p50 44 ms, against Apache Iggy as against us). `TCP_QUICKACK` sends a
+/// pending acknowledgement at once; it is not sticky, so it is set per frame with a body.
+/// A failure only loses the shortcut.
+fn acknowledge_now(stream: &TcpStream) {
+    if let Err(error) = rustix::net::sockopt::set_tcp_quickack(stream, true) {
+        log::debug!("TCP_QUICKACK: {error}");
+    }
 }
 
 fn command_error(command: Command) -> proto::DecodeError {

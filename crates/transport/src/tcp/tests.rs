@@ -207,6 +207,41 @@ fn pipelined_requests_bad_frames_and_shutdown() {
     serve_until_done(Scripted::default(), client);
 }
 
+/// A client that keeps Nagle's algorithm on (the SDK's default) and writes each header and
+/// body separately: the body waits for the header's acknowledgement, which Linux delays by
+/// up to 40 ms unless the server sends it at once. Counts the round trips that stalled so
+/// (well over 30 ms where one takes well under 1 ms) instead of timing the whole run, so a
+/// slow machine does not fail it; without the quick acknowledgement nearly all of them do.
+fn nagle_client(address: SocketAddr) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(!stream.nodelay().unwrap(), "Nagle's algorithm stays on");
+    let body = vec![7_u8; 2000];
+    let requests = 100;
+    let mut stalled = 0;
+    for number in 0..requests {
+        let frame = request(10 + number, &body);
+        let started = std::time::Instant::now();
+        stream.write_all(&frame[..HEADER_SIZE]).unwrap();
+        stream.write_all(&frame[HEADER_SIZE..]).unwrap();
+        assert_eq!(read_frame(&mut stream)[HEADER_SIZE..], body[..]);
+        if started.elapsed() >= Duration::from_millis(30) {
+            stalled += 1;
+        }
+    }
+    assert!(
+        stalled <= requests / 10,
+        "{stalled} of {requests} round trips waited for a delayed acknowledgement"
+    );
+}
+
+#[test]
+fn a_client_with_nagle_on_is_not_held_by_delayed_acknowledgements() {
+    serve_until_done(Evicting::default(), nagle_client);
+}
+
 #[test]
 fn a_signalled_eviction_is_written_and_closes_the_connection() {
     serve_until_done(Evicting::default(), evicted_client);
