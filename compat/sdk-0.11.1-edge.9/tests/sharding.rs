@@ -15,12 +15,7 @@ const PER_CLIENT: u64 = 10;
 
 #[test]
 fn clients_on_both_shards_see_each_others_writes() {
-    let server = Server::start_with_env(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")]);
-    assert!(
-        server.log_shows_within("2 shard(s)", LOG_WAIT),
-        "{}",
-        server.log_tail()
-    );
+    let server = start_two_shards();
     run(async {
         let mut clients = Vec::new();
         for _ in 0..CLIENTS {
@@ -103,12 +98,7 @@ fn clients_on_both_shards_see_each_others_writes() {
 /// moved connection goes on serving control requests too.
 #[test]
 fn connections_move_to_the_shard_of_their_partitions_and_lose_nothing() {
-    let server = Server::start_with_env(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")]);
-    assert!(
-        server.log_shows_within("2 shard(s)", LOG_WAIT),
-        "{}",
-        server.log_tail()
-    );
+    let server = start_two_shards();
     run(async {
         // Connections go to the shards in turn: with two clients, one is on each shard, so
         // at least one of them works with a partition of the other shard.
@@ -158,4 +148,15 @@ fn connections_move_to_the_shard_of_their_partitions_and_lose_nothing() {
             );
         }
     });
+}
+
+/// A server with two shards, once its log says both run.
+fn start_two_shards() -> Server {
+    let server = Server::start_with_env(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")]);
+    assert!(
+        server.log_shows_within("2 shard(s)", LOG_WAIT),
+        "{}",
+        server.log_tail()
+    );
+    server
 }

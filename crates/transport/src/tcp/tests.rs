@@ -342,26 +342,34 @@ pub(super) fn config() -> TcpConfig {
     }
 }
 
+/// A second shard on its own thread and runtime, serving the connections handed through
+/// `inbox` with the handler `make` builds there, until the hand-off channel closes.
+fn spawn_shard<H: ConnectionHandler + 'static>(
+    make: impl FnOnce() -> H + Send + 'static,
+    connections: super::ConnectionCount,
+    inbox: super::HandoffInbox,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("shard-1".into())
+        .spawn(move || {
+            compio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async move {
+                    let tcp = TcpShard::new(config(), Rc::new(make()), connections, test_pool());
+                    tcp.receive(inbox).await;
+                    tcp.drain().await;
+                });
+        })
+        .unwrap()
+}
+
 /// The accept loop hands every other connection to the second shard's thread, which serves
 /// it on its own runtime; connections over `connections_max` (counted on both) are closed.
 #[test]
 fn connections_are_handed_round_robin_to_shards() {
     let (handoff, inbox) = super::handoff_channel();
     let connections = super::ConnectionCount::default();
-    let shard_count = Arc::clone(&connections);
-    let shard = std::thread::Builder::new()
-        .name("shard-1".into())
-        .spawn(move || {
-            compio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(async move {
-                    let tcp =
-                        TcpShard::new(config(), Rc::new(ThreadName), shard_count, test_pool());
-                    tcp.receive(inbox).await;
-                    tcp.drain().await;
-                });
-        })
-        .unwrap();
+    let shard = spawn_shard(|| ThreadName, Arc::clone(&connections), inbox);
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let server = TcpServer::bind(config()).await.unwrap();
@@ -546,19 +554,7 @@ impl ConnectionHandler for Mover {
 fn a_connection_moves_to_the_shard_its_handler_names() {
     let (to_shard_1, inbox) = super::handoff_channel();
     let connections = super::ConnectionCount::default();
-    let shard_count = Arc::clone(&connections);
-    let shard = std::thread::Builder::new()
-        .name("shard-1".into())
-        .spawn(move || {
-            compio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(async move {
-                    let tcp = TcpShard::new(config(), Rc::new(Mover), shard_count, test_pool());
-                    tcp.receive(inbox).await;
-                    tcp.drain().await;
-                });
-        })
-        .unwrap();
+    let shard = spawn_shard(|| Mover, Arc::clone(&connections), inbox);
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let server = TcpServer::bind(config()).await.unwrap();
