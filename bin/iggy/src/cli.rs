@@ -1,4 +1,5 @@
-//! Command-line flags: `--fresh`, `--with-default-root-credentials`, `--config <path>`.
+//! Command-line flags: `--fresh`, `--with-default-root-credentials`, `--config <path>`,
+//! `--version`, `--help`.
 
 use std::path::PathBuf;
 
@@ -9,6 +10,7 @@ usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
   --fresh                            wipe the data directory (system.path) before starting
   --with-default-root-credentials    on first boot create the root user iggy/iggy
   --config <path>                    read this configuration file over the built-in defaults
+  -V, --version                      print the version and the features built in
   -h, --help                         print this help";
 
 /// The parsed flags.
@@ -18,6 +20,7 @@ pub(crate) struct Cli {
     pub(crate) default_root_credentials: bool,
     pub(crate) config: Option<PathBuf>,
     pub(crate) help: bool,
+    pub(crate) version: bool,
 }
 
 /// A flag the server does not know, or `--config` without its path.
@@ -42,6 +45,7 @@ impl Cli {
                     cli.config = Some(PathBuf::from(path));
                 }
                 "-h" | "--help" => cli.help = true,
+                "-V" | "--version" => cli.version = true,
                 other => match other.strip_prefix("--config=") {
                     Some(path) if !path.is_empty() => cli.config = Some(PathBuf::from(path)),
                     Some(_) => return Err(CliError::MissingPath),
@@ -80,6 +84,7 @@ mod tests {
                 .to_str(),
             Some("b.toml")
         );
+        assert!(parse(&["--version"]).unwrap().version && parse(&["-V"]).unwrap().version);
         assert_eq!(parse(&["--config"]), Err(CliError::MissingPath));
         assert_eq!(parse(&["--frsh"]), Err(CliError::Unknown("--frsh".into())));
     }

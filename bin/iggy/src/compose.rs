@@ -31,6 +31,17 @@ pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
     }
 }
 
+/// The cargo features this binary was built with, for `iggy --version`.
+pub(crate) fn features() -> Vec<&'static str> {
+    [
+        ("tcp", cfg!(feature = "tcp")),
+        ("bench", cfg!(feature = "bench")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect()
+}
+
 /// A listener failed to bind.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BindError {

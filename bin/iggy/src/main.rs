@@ -104,6 +104,14 @@ fn start() -> Result<(), StartError> {
         println!("{}", cli::USAGE);
         return Ok(());
     }
+    if cli.version {
+        println!(
+            "iggy {} (features: {})",
+            env!("CARGO_PKG_VERSION"),
+            compose::features().join(", ")
+        );
+        return Ok(());
+    }
     let environment: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(name, _)| name.starts_with("IGGY_"))

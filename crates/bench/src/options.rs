@@ -151,7 +151,7 @@ impl Options {
     pub fn parse(arguments: impl IntoIterator<Item = String>) -> Result<Self, OptionsError> {
         let mut arguments = arguments.into_iter();
         let first = arguments.next().ok_or(OptionsError::MissingScenario)?;
-        if first == "-h" || first == "--help" {
+        if first == "-h" || first == "--help" || first == "help" {
             return Err(OptionsError::Help);
         }
         let scenario = Scenario::ALL
@@ -357,6 +357,23 @@ mod tests {
 
     fn parse(arguments: &[&str]) -> Result<Options, OptionsError> {
         Options::parse(arguments.iter().map(|a| (*a).to_owned()))
+    }
+
+    /// `iggy bench help` (what the README shows) is help, as `-h` and `--help` are, before
+    /// a scenario or after one.
+    #[test]
+    fn help() {
+        for arguments in [
+            &["help"][..],
+            &["-h"],
+            &["--help"],
+            &["pinned-producer", "--help"],
+        ] {
+            assert!(
+                matches!(parse(arguments), Err(OptionsError::Help)),
+                "{arguments:?}"
+            );
+        }
     }
 
     #[test]
