@@ -1,8 +1,8 @@
 """The Python SDK `apache-iggy==0.9.0` (protocol 0.11.0) against the real `iggy` server binary.
 
-Starts the server on a free loopback port with a temporary data directory and
-`--with-default-root-credentials`, then logs in, creates a stream and a topic, sends 1000
-messages and polls them back. The server binary is `IGGY_SERVER_BIN`, else the repository's
+Starts the server on free loopback ports with a temporary data directory and
+`--with-default-root-credentials`, then, over TCP and again over WebSocket, logs in, creates a
+stream and a topic, sends 1000 messages and polls them back. The server binary is `IGGY_SERVER_BIN`, else the repository's
 `target/release/iggy`, else `target/debug/iggy`. Run it with `compat/python/run.sh`, which makes
 the virtual environment under `.venv`.
 """
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from apache_iggy import IggyClient, PollingStrategy, SendMessage
+from apache_iggy import IggyClient, PollingStrategy, SendMessage, WebSocketConfig
 from apache_iggy import Consumer
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -77,8 +77,7 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-async def exercise(address: str) -> None:
-    client = IggyClient(address)
+async def exercise(client: IggyClient) -> None:
     await client.connect()
     await client.ping()
     await client.login_user("iggy", "iggy")
@@ -134,9 +133,15 @@ async def exercise(address: str) -> None:
 def main() -> None:
     binary = server_binary()
     port = free_port()
+    websocket_port = free_port()
     with tempfile.TemporaryDirectory(prefix="iggy-python-") as data:
         log = Path(data).with_suffix(".log")
-        env = dict(os.environ, IGGY_TCP_ADDRESS=f"127.0.0.1:{port}", IGGY_SYSTEM_PATH=data)
+        env = dict(
+            os.environ,
+            IGGY_TCP_ADDRESS=f"127.0.0.1:{port}",
+            IGGY_WEBSOCKET_ADDRESS=f"127.0.0.1:{websocket_port}",
+            IGGY_SYSTEM_PATH=data,
+        )
         with open(log, "wb") as log_file:
             process = subprocess.Popen(
                 [str(binary), "--fresh", "--with-default-root-credentials"],
@@ -144,14 +149,17 @@ def main() -> None:
             )
         try:
             wait_until_accepting(process, port, log)
-            asyncio.run(asyncio.wait_for(exercise(f"127.0.0.1:{port}"), TEST_TIMEOUT_S))
+            tcp = IggyClient(f"127.0.0.1:{port}")
+            asyncio.run(asyncio.wait_for(exercise(tcp), TEST_TIMEOUT_S))
+            websocket = IggyClient(WebSocketConfig(server_address=f"127.0.0.1:{websocket_port}"))
+            asyncio.run(asyncio.wait_for(exercise(websocket), TEST_TIMEOUT_S))
         except BaseException:
             print(log.read_text(errors="replace")[-8000:], file=sys.stderr)
             raise
         finally:
             stop(process)
             log.unlink(missing_ok=True)
-    print(f"python apache-iggy 0.9.0: {MESSAGES} messages sent and polled back")
+    print(f"python apache-iggy 0.9.0: {MESSAGES} messages sent and polled back, TCP and WebSocket")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ use crate::config::Config;
 #[path = "bench.rs"]
 mod bench_command;
 
-#[cfg(not(feature = "tcp"))]
+#[cfg(not(any(feature = "tcp", feature = "ws")))]
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
 
 /// Runs `iggy bench <arguments>`; without feature `bench` it says how to get it.
@@ -35,6 +35,7 @@ pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
 pub(crate) fn features() -> Vec<&'static str> {
     [
         ("tcp", cfg!(feature = "tcp")),
+        ("ws", cfg!(feature = "ws")),
         ("bench", cfg!(feature = "bench")),
     ]
     .into_iter()
@@ -42,12 +43,46 @@ pub(crate) fn features() -> Vec<&'static str> {
     .collect()
 }
 
-/// A listener failed to bind.
+/// The config sections of the transports this binary was built with: the others default to
+/// off, and enabling one is refused at start.
+pub(crate) fn transports() -> Vec<&'static str> {
+    [
+        ("tcp", cfg!(feature = "tcp")),
+        ("websocket", cfg!(feature = "ws")),
+    ]
+    .into_iter()
+    .filter_map(|(section, built)| built.then_some(section))
+    .collect()
+}
+
+/// A listener failed to bind, or the config asks for what the build lacks.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BindError {
     #[cfg(feature = "tcp")]
     #[error(transparent)]
     Tcp(#[from] transport::tcp::ListenError),
+    #[cfg(feature = "ws")]
+    #[error(transparent)]
+    WebSocket(#[from] transport::ws::ListenError),
+    #[cfg(not(feature = "ws"))]
+    #[error(
+        "`[{section}] enabled = true`, but this binary was built without feature `{feature}` \
+         (build with `--features {feature}` or `full`, or set `{section}.enabled = false`)"
+    )]
+    NotBuilt {
+        section: &'static str,
+        feature: &'static str,
+    },
+    #[cfg(feature = "ws")]
+    #[error("`[{section}.tls] enabled = true`, but TLS is not built yet for {section}")]
+    TlsNotBuilt { section: &'static str },
+}
+
+/// The ports the listeners bound (0: off), for the roster clients read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ports {
+    pub(crate) tcp: u16,
+    pub(crate) websocket: u16,
 }
 
 /// The bound listeners, not yet accepting.
@@ -56,6 +91,8 @@ pub(crate) struct Listeners {
     tcp: Option<transport::tcp::TcpServer>,
     #[cfg(feature = "tcp")]
     tcp_config: transport::tcp::TcpConfig,
+    #[cfg(feature = "ws")]
+    ws: Option<transport::ws::WsServer>,
 }
 
 /// The leader's ends of the channels that hand accepted connections to the other shards, and
@@ -88,8 +125,15 @@ pub(crate) struct Handed {
 }
 
 impl Listeners {
-    /// Binds every enabled listener.
+    /// Binds every enabled listener; refuses a transport the build lacks.
     pub(crate) async fn bind(config: &Config) -> Result<Self, BindError> {
+        #[cfg(not(feature = "ws"))]
+        if config.websocket.enabled {
+            return Err(BindError::NotBuilt {
+                section: "websocket",
+                feature: "ws",
+            });
+        }
         #[cfg(feature = "tcp")]
         let tcp_config = transport::tcp::TcpConfig {
             address: config.tcp_address,
@@ -113,16 +157,24 @@ impl Listeners {
             tcp,
             #[cfg(feature = "tcp")]
             tcp_config,
+            #[cfg(feature = "ws")]
+            ws: bind_websocket(config).await?,
         })
     }
 
-    /// The TCP port clients are told, 0 when TCP is off.
-    pub(crate) fn tcp_port(&self) -> u16 {
+    /// The ports clients are told, 0 for a transport that is off.
+    pub(crate) fn ports(&self) -> Ports {
+        #[allow(unused_mut)]
+        let mut ports = Ports::default();
         #[cfg(feature = "tcp")]
         if let Some(tcp) = &self.tcp {
-            return tcp.local_address().port();
+            ports.tcp = tcp.local_address().port();
         }
-        0
+        #[cfg(feature = "ws")]
+        if let Some(ws) = &self.ws {
+            ports.websocket = ws.local_address().port();
+        }
+        ports
     }
 
     /// The hand-off channels of the leader and `others` shards besides it: the leader's
@@ -176,42 +228,132 @@ impl Listeners {
         }
     }
 
-    /// Serves on the leader until `shutdown` completes, handing connections round-robin to
-    /// the shards behind `handoffs`; then lets the leader's in-flight requests finish. The
-    /// other shards' [`Handed::serve`] end when this returns.
+    /// Serves on the leader until `shutdown` completes, handing TCP connections round-robin
+    /// to the shards behind `handoffs` and serving WebSocket connections here; then lets the
+    /// leader's in-flight requests finish. The other shards' [`Handed::serve`] end when this
+    /// returns.
     pub(crate) async fn serve(
         self,
         server: Rc<Server>,
         handoffs: Handoffs,
         shutdown: impl Future<Output = ()>,
     ) {
-        #[cfg(feature = "tcp")]
-        if let Some(tcp) = self.tcp {
-            log::info!(
-                "tcp: listening on {} ({} shard(s))",
-                tcp.local_address(),
-                handoffs.tcp.len()
-            );
-            let handler = Rc::new(crate::shard_handler::ShardHandler {
-                server,
-                transport: shard::TransportKind::Tcp,
-            });
-            let local = transport::tcp::TcpShard::new(
-                self.tcp_config,
-                handler,
-                handoffs.tcp_connections,
-                Rc::new(pool::Pool::new_unchecked(handoffs.pool)),
-            );
-            local.set_peers(handoffs.tcp.clone());
-            let others = handoffs.tcp.into_iter().flatten().collect();
-            tcp.accept(&local, others, handoffs.tcp_inbox, shutdown)
-                .await;
-            local.drain().await;
-            return;
+        use futures_util::FutureExt;
+        let shutdown = shutdown.shared();
+        let ports = self.ports();
+        if ports.tcp == 0 && ports.websocket == 0 {
+            log::warn!("no transport is enabled; waiting for a signal to stop");
         }
-        log::warn!("no transport is enabled; waiting for a signal to stop");
-        let _ = (server, handoffs);
+        #[cfg(feature = "ws")]
+        let websocket = {
+            let (ws, server, shutdown) = (self.ws, Rc::clone(&server), shutdown.clone());
+            async move {
+                if let Some(ws) = ws {
+                    log::info!("websocket: listening on {}", ws.local_address());
+                    let handler = Rc::new(crate::shard_handler::ShardHandler {
+                        server,
+                        transport: shard::TransportKind::WebSocket,
+                    });
+                    ws.serve(handler, shutdown).await;
+                }
+            }
+        };
+        #[cfg(not(feature = "ws"))]
+        let websocket = async {};
+        #[cfg(feature = "tcp")]
+        let tcp = serve_tcp(
+            self.tcp,
+            self.tcp_config,
+            server,
+            handoffs,
+            shutdown.clone(),
+        );
+        #[cfg(not(feature = "tcp"))]
+        let tcp = {
+            let _ = (server, handoffs);
+            shutdown.clone()
+        };
+        futures_util::future::join(tcp, websocket).await;
+    }
+}
+
+/// Serves TCP on the leader until `shutdown` completes (see [`Listeners::serve`]); without
+/// a TCP listener, only waits for it.
+#[cfg(feature = "tcp")]
+async fn serve_tcp(
+    tcp: Option<transport::tcp::TcpServer>,
+    tcp_config: transport::tcp::TcpConfig,
+    server: Rc<Server>,
+    handoffs: Handoffs,
+    shutdown: impl Future<Output = ()>,
+) {
+    let Some(tcp) = tcp else {
         shutdown.await;
+        return;
+    };
+    log::info!(
+        "tcp: listening on {} ({} shard(s))",
+        tcp.local_address(),
+        handoffs.tcp.len()
+    );
+    let handler = Rc::new(crate::shard_handler::ShardHandler {
+        server,
+        transport: shard::TransportKind::Tcp,
+    });
+    let local = transport::tcp::TcpShard::new(
+        tcp_config,
+        handler,
+        handoffs.tcp_connections,
+        Rc::new(pool::Pool::new_unchecked(handoffs.pool)),
+    );
+    local.set_peers(handoffs.tcp.clone());
+    let others = handoffs.tcp.into_iter().flatten().collect();
+    tcp.accept(&local, others, handoffs.tcp_inbox, shutdown)
+        .await;
+    local.drain().await;
+}
+
+/// Binds the WebSocket listener when `[websocket]` enables it. A default address that cannot
+/// be bound (another server holds it) leaves WebSocket off with a warning; an address the
+/// config set must bind.
+#[cfg(feature = "ws")]
+async fn bind_websocket(config: &Config) -> Result<Option<transport::ws::WsServer>, BindError> {
+    let websocket = &config.websocket;
+    if !websocket.enabled {
+        return Ok(None);
+    }
+    if websocket.tls_enabled {
+        return Err(BindError::TlsNotBuilt {
+            section: "websocket",
+        });
+    }
+    let size = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
+    let ws_config = transport::ws::WsConfig {
+        address: websocket.address,
+        connections_max: websocket.connections_max,
+        frame_size_max: u32::try_from(websocket.message_size_max)
+            .unwrap_or(u32::MAX)
+            .min(config.frame_size_max_bytes),
+        fragment_size_max: size(websocket.frame_size_max),
+        in_flight_max: config.tcp_in_flight_max,
+        unauthenticated_frame_size_max: config.unauthenticated_frame_size_max_bytes,
+        handshake_grace: config.handshake_grace,
+        write_timeout: config.write_timeout,
+        read_buffer_size: size(websocket.read_buffer_size),
+        write_buffer_size: size(websocket.write_buffer_size),
+        write_buffer_size_max: size(websocket.write_buffer_size_max),
+        accept_unmasked_frames: websocket.accept_unmasked_frames,
+    };
+    match transport::ws::WsServer::bind(ws_config).await {
+        Ok(server) => Ok(Some(server)),
+        Err(error) if !config.is_explicit("websocket.address") => {
+            log::warn!(
+                "websocket: {error}: {} (the default address); serving without WebSocket",
+                std::error::Error::source(&error).map_or_else(String::new, ToString::to_string)
+            );
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
     }
 }
 

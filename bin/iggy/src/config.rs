@@ -4,7 +4,7 @@
 //! The default file is the schema: a key it does not have is unknown, and a value must have
 //! the default's TOML type. Every error names the key (or variable) at fault.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,6 +42,7 @@ pub(crate) struct Config {
     pub(crate) frame_read_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) tcp_connections_per_ip_max: usize,
+    pub(crate) websocket: WebSocketConfig,
     pub(crate) cleaner_enabled: bool,
     pub(crate) cleaner_interval: Duration,
     pub(crate) login_failures_free: u32,
@@ -55,7 +56,27 @@ pub(crate) struct Config {
     pub(crate) node_ip: String,
     /// The merged table, written to `runtime/current_config.toml`.
     pub(crate) effective: Table,
+    /// The dotted keys a file or a variable set (the rest are defaults).
+    pub(crate) explicit: BTreeSet<String>,
 }
+
+/// `[websocket]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WebSocketConfig {
+    pub(crate) enabled: bool,
+    pub(crate) address: SocketAddr,
+    pub(crate) connections_max: usize,
+    pub(crate) read_buffer_size: u64,
+    pub(crate) write_buffer_size: u64,
+    pub(crate) write_buffer_size_max: u64,
+    pub(crate) message_size_max: u64,
+    pub(crate) frame_size_max: u64,
+    pub(crate) accept_unmasked_frames: bool,
+    pub(crate) tls_enabled: bool,
+}
+
+/// Transport sections whose `enabled` defaults to whether the build has them.
+pub(crate) const TRANSPORT_SECTIONS: [&str; 2] = ["tcp", "websocket"];
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -110,11 +131,21 @@ impl Config {
     }
 
     /// Defaults, then `file` if given, then the variables in `environment` (name, value).
+    /// A transport section the build lacks (not in `built`) defaults to disabled.
     pub(crate) fn load(
         file: Option<&Path>,
         environment: &BTreeMap<String, String>,
+        built: &[&str],
     ) -> Result<Self, ConfigError> {
         let mut table = parse(DEFAULT_CONFIG, Path::new("<embedded config.toml>"))?;
+        for section in TRANSPORT_SECTIONS {
+            if !built.contains(&section)
+                && let Some(Value::Table(transport)) = table.get_mut(section)
+            {
+                transport.insert("enabled".into(), Value::Boolean(false));
+            }
+        }
+        let defaults = table.clone();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                 path: path.to_owned(),
@@ -124,7 +155,20 @@ impl Config {
             merge(&mut table, overlay, "")?;
         }
         apply_environment(&mut table, environment)?;
-        Self::from_table(table)
+        let mut explicit = BTreeSet::new();
+        differences(&defaults, &table, "", &mut explicit);
+        let mut config = Self::from_table(table)?;
+        config.explicit = explicit;
+        Ok(config)
+    }
+
+    /// Whether a file or a variable set `key` (to a value other than its default).
+    #[allow(
+        dead_code,
+        reason = "only builds with a listener that may fall back use it"
+    )]
+    pub(crate) fn is_explicit(&self, key: &str) -> bool {
+        self.explicit.contains(key)
     }
 
     fn from_table(table: Table) -> Result<Self, ConfigError> {
@@ -152,6 +196,18 @@ impl Config {
             frame_read_timeout: view.duration("message_bus.frame_read_timeout")?,
             write_timeout: view.duration("message_bus.write_timeout")?,
             tcp_connections_per_ip_max: view.count("tcp.max_connections_per_ip")?,
+            websocket: WebSocketConfig {
+                enabled: view.bool("websocket.enabled")?,
+                address: view.parsed("websocket.address")?,
+                connections_max: view.count("websocket.max_connections")?,
+                read_buffer_size: view.size("websocket.read_buffer_size")?,
+                write_buffer_size: view.size("websocket.write_buffer_size")?,
+                write_buffer_size_max: view.size("websocket.max_write_buffer_size")?,
+                message_size_max: view.size("websocket.max_message_size")?,
+                frame_size_max: view.size("websocket.max_frame_size")?,
+                accept_unmasked_frames: view.bool("websocket.accept_unmasked_frames")?,
+                tls_enabled: view.bool("websocket.tls.enabled")?,
+            },
             cleaner_enabled: view.bool("data_maintenance.messages.cleaner_enabled")?,
             cleaner_interval: view.duration("data_maintenance.messages.interval")?,
             login_failures_free: view.count("login.max_failures")?,
@@ -164,6 +220,7 @@ impl Config {
             node_name: view.string("cluster.node.name")?,
             node_ip: view.string("cluster.node.ip")?,
             effective: table,
+            explicit: BTreeSet::new(),
         })
     }
 
@@ -210,6 +267,22 @@ fn merge(base: &mut Table, overlay: Table, prefix: &str) -> Result<(), ConfigErr
         }
     }
     Ok(())
+}
+
+/// The dotted keys whose value in `table` differs from `defaults`.
+fn differences(defaults: &Table, table: &Table, prefix: &str, out: &mut BTreeSet<String>) {
+    for (key, value) in table {
+        let path = join(prefix, key);
+        match (defaults.get(key), value) {
+            (Some(Value::Table(default)), Value::Table(value)) => {
+                differences(default, value, &path, out);
+            }
+            (Some(default), value) if default == value => {}
+            _ => {
+                out.insert(path);
+            }
+        }
+    }
 }
 
 fn join(prefix: &str, key: &str) -> String {

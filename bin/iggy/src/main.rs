@@ -120,7 +120,7 @@ fn start() -> Result<(), StartError> {
         .config
         .clone()
         .or_else(|| environment.get("IGGY_CONFIG_PATH").map(PathBuf::from));
-    let config = Config::load(config_path.as_deref(), &environment)?;
+    let config = Config::load(config_path.as_deref(), &environment, &compose::transports())?;
     process::private_files();
     let files = process::raise_open_file_limit();
     log::info!(
@@ -215,7 +215,7 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     // Handlers first, so a SIGTERM during start-up is a clean stop once serving begins.
     let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
-    let info = server_info(&config, listeners.tcp_port());
+    let info = server_info(&config, listeners.ports());
     let (node, inboxes) = Node::new(cores.len());
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
@@ -274,12 +274,13 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     Ok(())
 }
 
-fn server_info(config: &Config, tcp_port: u16) -> ServerInfo {
+fn server_info(config: &Config, ports: compose::Ports) -> ServerInfo {
     ServerInfo {
         cluster_name: config.cluster_name.clone(),
         node_name: config.node_name.clone(),
         node_ip: config.node_ip.clone(),
-        tcp_port,
+        tcp_port: ports.tcp,
+        websocket_port: ports.websocket,
         started_at_us: shard::clock::system_now_us(),
         logins: shard::login_limit::LoginLimits {
             failures_free: config.login_failures_free,

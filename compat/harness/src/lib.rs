@@ -32,6 +32,8 @@ pub struct Server {
     binary: PathBuf,
     data: TempDir,
     address: SocketAddr,
+    /// The WebSocket listener's address (used by builds with feature `ws`).
+    websocket_address: SocketAddr,
     extra_env: Vec<(String, String)>,
     child: Option<Child>,
     log_path: PathBuf,
@@ -56,6 +58,7 @@ impl Server {
             binary,
             data,
             address: free_loopback_address(),
+            websocket_address: free_loopback_address(),
             extra_env: extra_env
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
@@ -71,6 +74,11 @@ impl Server {
     /// The TCP address the server listens on.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// `127.0.0.1:<port>` of the WebSocket listener (builds with feature `ws`).
+    pub fn websocket_address(&self) -> String {
+        self.websocket_address.to_string()
     }
 
     /// `127.0.0.1:<port>`, as the SDK's server address.
@@ -178,6 +186,8 @@ impl Server {
         command
             .arg("--with-default-root-credentials")
             .env("IGGY_TCP_ADDRESS", self.address.to_string())
+            // A port of its own, so servers started side by side never contend for 8092.
+            .env("IGGY_WEBSOCKET_ADDRESS", self.websocket_address.to_string())
             .env("IGGY_SYSTEM_PATH", self.data.path())
             .envs(self.extra_env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null())

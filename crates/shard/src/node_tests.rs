@@ -25,6 +25,7 @@ fn info() -> ServerInfo {
         node_name: "iggy-node".into(),
         node_ip: "127.0.0.1".into(),
         tcp_port: 0,
+        websocket_port: 0,
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),
         groups: GroupConfig::default(),

@@ -8,8 +8,12 @@
 //! closes that connection only.
 
 pub mod frame;
+#[cfg(any(feature = "tcp", feature = "ws"))]
+mod listen;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+#[cfg(feature = "ws")]
+pub mod ws;
 
 use std::any::Any;
 use std::future::Future;

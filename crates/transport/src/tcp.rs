@@ -35,9 +35,7 @@ use crate::{BadFrame, ConnectionHandler};
 
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long binding retries an address that is still in use.
-pub const BIND_RETRY_TIMEOUT: Duration = Duration::from_secs(5);
-const BIND_RETRY_DELAY: Duration = Duration::from_millis(50);
+pub use crate::listen::BIND_RETRY_TIMEOUT;
 /// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
@@ -333,26 +331,14 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
 }
 
 impl TcpServer {
-    /// Binds `config.address`. A port still held by a just-killed process (an `io_uring`
-    /// instance releases its sockets asynchronously after the process exits) is retried for
-    /// up to [`BIND_RETRY_TIMEOUT`].
+    /// Binds `config.address`, retrying a port still held ([`crate::listen::bind`]).
     pub async fn bind(config: TcpConfig) -> Result<Self, ListenError> {
-        let deadline = Instant::now() + BIND_RETRY_TIMEOUT;
-        let listener = loop {
-            match TcpListener::bind(config.address).await {
-                Ok(listener) => break listener,
-                Err(error)
-                    if error.kind() == io::ErrorKind::AddrInUse && Instant::now() < deadline =>
-                {
-                    log::debug!("tcp: {} in use, retrying", config.address);
-                    compio::time::sleep(BIND_RETRY_DELAY).await;
-                }
-                Err(source) => {
-                    let address = config.address;
-                    return Err(ListenError::Bind { address, source });
-                }
-            }
-        };
+        let listener = crate::listen::bind(config.address)
+            .await
+            .map_err(|source| ListenError::Bind {
+                address: config.address,
+                source,
+            })?;
         let local_address = listener.local_addr().map_err(ListenError::LocalAddress)?;
         Ok(Self {
             listener,

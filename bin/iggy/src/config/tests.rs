@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use super::{Config, ConfigError, parse_size};
 
+/// The transports of a `full` build.
+const BUILT: &[&str] = &["tcp", "websocket"];
+
 fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -14,7 +17,7 @@ fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 #[test]
 fn defaults() {
-    let config = Config::load(None, &BTreeMap::new()).unwrap();
+    let config = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
     assert_eq!(config.tcp_address, "127.0.0.1:8090".parse().unwrap());
     assert_eq!(config.system_path.to_str(), Some("local_data"));
     assert_eq!(config.frame_size_max_bytes, 64 << 20);
@@ -32,7 +35,7 @@ fn environment_overrides_nested_keys() {
         ("IGGY_ROOT_PASSWORD", "not a key"),
         ("IGGY_UNRELATED", "ignored"),
     ]);
-    let config = Config::load(None, &env).unwrap();
+    let config = Config::load(None, &env, BUILT).unwrap();
     assert_eq!(config.tcp_address.port(), 9000);
     assert_eq!(config.memory_pool_size_bytes, 1 << 20);
     assert!(!config.tcp_enabled);
@@ -41,15 +44,20 @@ fn environment_overrides_nested_keys() {
 
 #[test]
 fn errors_name_the_key() {
-    let error = Config::load(None, &environment(&[("IGGY_TCP_ADRESS", "x")])).unwrap_err();
+    let error = Config::load(None, &environment(&[("IGGY_TCP_ADRESS", "x")]), BUILT).unwrap_err();
     let ConfigError::UnknownVariable { variable } = error else {
         panic!("expected an unknown variable, got {error}");
     };
     assert_eq!(variable, "IGGY_TCP_ADRESS");
-    let error = Config::load(None, &environment(&[("IGGY_TCP_ADDRESS", "nowhere")])).unwrap_err();
+    let error = Config::load(
+        None,
+        &environment(&[("IGGY_TCP_ADDRESS", "nowhere")]),
+        BUILT,
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("tcp.address"), "{error}");
     let env = environment(&[("IGGY_HEARTBEAT_INTERVAL", "soon")]);
-    let error = Config::load(None, &env).unwrap_err();
+    let error = Config::load(None, &env, BUILT).unwrap_err();
     assert!(error.to_string().contains("heartbeat.interval"), "{error}");
 }
 
@@ -58,13 +66,13 @@ fn file_overlay_refuses_unknown_and_mistyped_keys() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.toml");
     std::fs::write(&path, "[tcp]\naddress = \"127.0.0.1:7000\"\n").unwrap();
-    let config = Config::load(Some(&path), &BTreeMap::new()).unwrap();
+    let config = Config::load(Some(&path), &BTreeMap::new(), BUILT).unwrap();
     assert_eq!(config.tcp_address.port(), 7000);
     std::fs::write(&path, "[tcp]\nadress = \"x\"\n").unwrap();
-    let error = Config::load(Some(&path), &BTreeMap::new()).unwrap_err();
+    let error = Config::load(Some(&path), &BTreeMap::new(), BUILT).unwrap_err();
     assert_eq!(error.to_string(), "unknown config key `tcp.adress`");
     std::fs::write(&path, "[tcp]\nenabled = \"yes\"\n").unwrap();
-    let error = Config::load(Some(&path), &BTreeMap::new()).unwrap_err();
+    let error = Config::load(Some(&path), &BTreeMap::new(), BUILT).unwrap_err();
     assert!(error.to_string().contains("tcp.enabled"), "{error}");
 }
 
@@ -82,11 +90,14 @@ fn sizes() {
 fn cpu_allocation_forms() {
     for good in ["all", "4", "0..4"] {
         let env = environment(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", good)]);
-        assert_eq!(Config::load(None, &env).unwrap().cpu_allocation, good);
+        assert_eq!(
+            Config::load(None, &env, BUILT).unwrap().cpu_allocation,
+            good
+        );
     }
     for bad in ["0", "4..2", "most"] {
         let env = environment(&[("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", bad)]);
-        let error = Config::load(None, &env).unwrap_err();
+        let error = Config::load(None, &env, BUILT).unwrap_err();
         assert!(
             error.to_string().contains("system.sharding.cpu_allocation"),
             "{error}"
@@ -96,12 +107,12 @@ fn cpu_allocation_forms() {
 
 #[test]
 fn the_pool_is_split_between_the_shards() {
-    let config = Config::load(None, &BTreeMap::new()).unwrap();
+    let config = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
     let pool = config.shard_pool(2).unwrap();
     assert_eq!(pool.size_bytes, 2 << 30);
     assert_eq!(pool.bucket_capacity, 8192);
     let small = environment(&[("IGGY_SYSTEM_MEMORY_POOL_SIZE", "256 MiB")]);
-    let error = Config::load(None, &small)
+    let error = Config::load(None, &small, BUILT)
         .unwrap()
         .shard_pool(1)
         .unwrap_err();
@@ -109,4 +120,24 @@ fn the_pool_is_split_between_the_shards() {
         error.to_string().contains("system.memory_pool.size"),
         "{error}"
     );
+}
+
+#[test]
+fn transports_the_build_lacks_default_to_off_and_set_keys_are_explicit() {
+    let config = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
+    assert!(config.websocket.enabled);
+    assert_eq!(config.websocket.address, "127.0.0.1:8092".parse().unwrap());
+    assert!(!config.is_explicit("websocket.address"));
+    let minimal = Config::load(None, &BTreeMap::new(), &["tcp"]).unwrap();
+    assert!(!minimal.websocket.enabled);
+    assert!(!minimal.is_explicit("websocket.enabled"));
+    let env = environment(&[
+        ("IGGY_WEBSOCKET_ENABLED", "true"),
+        ("IGGY_WEBSOCKET_ADDRESS", "127.0.0.1:0"),
+    ]);
+    let asked = Config::load(None, &env, &["tcp"]).unwrap();
+    assert!(asked.websocket.enabled);
+    assert!(asked.is_explicit("websocket.enabled"));
+    assert!(asked.is_explicit("websocket.address"));
+    assert!(!asked.is_explicit("tcp.address"));
 }

@@ -77,7 +77,7 @@ pub(crate) fn handle(
     }
 }
 
-/// One node, leader of everything, serving TCP on the bound port.
+/// One node, leader of everything, serving TCP and WebSocket on their bound ports (0: off).
 fn cluster_metadata(server: &Server) -> ClusterMetadata {
     let info = &server.info;
     let node = ClusterNode {
@@ -87,7 +87,7 @@ fn cluster_metadata(server: &Server) -> ClusterMetadata {
         tcp_port: info.tcp_port,
         quic_port: 0,
         http_port: 0,
-        websocket_port: 0,
+        websocket_port: info.websocket_port,
         role: NodeRole::Leader,
         status: NodeStatus::Healthy,
     };

@@ -1,0 +1,275 @@
+//! The WebSocket loop over loopback with scripted handlers and a tungstenite client:
+//! pipelined requests are answered as they complete, one frame per Binary message; a
+//! message that is not one request frame, or a Text message, gets an eviction and closes
+//! only its own connection; a client that never upgrades or never logs in is closed after
+//! the handshake grace.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::{SocketAddr, TcpStream};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use compio_ws::tungstenite::{self, Message, WebSocket};
+use proto::Dialect;
+use proto::header::{
+    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
+};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::{WsConfig, WsServer};
+use crate::{Answer, ConnectionHandler};
+
+/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
+/// Authenticated once a request with body `login` was answered (when `login_needed`).
+#[derive(Default)]
+struct Scripted {
+    second_seen: Cell<bool>,
+    login_needed: bool,
+    logged_in: Cell<bool>,
+}
+
+impl ConnectionHandler for Scripted {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
+        if request == 1 {
+            while !self.second_seen.get() {
+                compio::time::sleep(Duration::from_millis(1)).await;
+            }
+        } else {
+            self.second_seen.set(true);
+        }
+        if body == b"login" {
+            self.logged_in.set(true);
+        }
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: body.to_vec(),
+            tail: Vec::new(),
+        }
+    }
+
+    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
+        std::future::pending()
+    }
+
+    fn authenticated(&self, (): &()) -> bool {
+        !self.login_needed || self.logged_in.get()
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+fn config() -> WsConfig {
+    WsConfig {
+        address: "127.0.0.1:0".parse().unwrap(),
+        connections_max: 16,
+        frame_size_max: 1 << 20,
+        fragment_size_max: 1 << 20,
+        in_flight_max: 8,
+        unauthenticated_frame_size_max: 4096,
+        handshake_grace: Duration::from_millis(500),
+        write_timeout: Duration::from_secs(5),
+        read_buffer_size: 64 * 1024,
+        write_buffer_size: 64 * 1024,
+        write_buffer_size_max: 1 << 30,
+        accept_unmasked_frames: false,
+    }
+}
+
+fn request(number: u64, body: &[u8]) -> Vec<u8> {
+    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
+    header.request = number.into();
+    header.session = 1.into();
+    let mut frame = header.as_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// Serves `handler` on a runtime of this thread while `client` runs on another; stops the
+/// server once the client is done.
+fn serve_until_done(handler: Scripted, client: impl FnOnce(SocketAddr) + Send + 'static) {
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = WsServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let client = std::thread::spawn(move || client(address));
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.serve(Rc::new(handler), done).await;
+        client.join().unwrap();
+    });
+}
+
+fn connect(address: SocketAddr) -> WebSocket<TcpStream> {
+    let stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (socket, _) = tungstenite::client(format!("ws://{address}/"), stream).unwrap();
+    socket
+}
+
+/// The next Binary message, as a reply: (request number, body).
+fn reply(socket: &mut WebSocket<TcpStream>) -> (u64, Vec<u8>) {
+    loop {
+        match socket.read().unwrap() {
+            Message::Binary(bytes) => {
+                let size = u32::from_le_bytes(bytes[48..52].try_into().unwrap());
+                assert_eq!(size as usize, bytes.len(), "one frame per message");
+                let request = ReplyHeader::parse(&bytes).unwrap().request.get();
+                return (request, bytes[HEADER_SIZE..].to_vec());
+            }
+            Message::Ping(_) | Message::Pong(_) => {}
+            other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+}
+
+/// The eviction the server sends before it closes, then the end of the connection.
+fn eviction_then_close(socket: &mut WebSocket<TcpStream>) -> EvictionReason {
+    let Message::Binary(bytes) = socket.read().unwrap() else {
+        panic!("expected an eviction");
+    };
+    let eviction = EvictionHeader::read_from_bytes(&bytes[..]).unwrap();
+    loop {
+        match socket.read() {
+            Ok(Message::Close(_)) => {}
+            Ok(other) => panic!("after the eviction: {other:?}"),
+            Err(_) => break,
+        }
+    }
+    eviction.reason().unwrap()
+}
+
+#[test]
+fn pipelined_requests_are_answered_as_they_complete() {
+    serve_until_done(Scripted::default(), |address| {
+        let mut socket = connect(address);
+        socket.send(Message::binary(request(1, b"first"))).unwrap();
+        socket.send(Message::binary(request(2, b"second"))).unwrap();
+        // Request 1 waits for request 2: its answer can only come second.
+        assert_eq!(reply(&mut socket), (2, b"second".to_vec()));
+        assert_eq!(reply(&mut socket), (1, b"first".to_vec()));
+        socket.close(None).unwrap();
+    });
+}
+
+#[test]
+fn a_bad_message_evicts_its_connection_only() {
+    serve_until_done(Scripted::default(), |address| {
+        let mut good = connect(address);
+        good.send(Message::binary(request(2, b"before"))).unwrap();
+        assert_eq!(reply(&mut good), (2, b"before".to_vec()));
+
+        // A header whose size says more than the message holds.
+        let mut short = connect(address);
+        let mut frame = request(2, b"body");
+        frame.truncate(frame.len() - 1);
+        short.send(Message::binary(frame)).unwrap();
+        assert_eq!(
+            eviction_then_close(&mut short),
+            EvictionReason::InvalidRequestBodySize
+        );
+
+        // Fewer bytes than a header.
+        let mut tiny = connect(address);
+        tiny.send(Message::binary(vec![1, 2, 3])).unwrap();
+        assert_eq!(
+            eviction_then_close(&mut tiny),
+            EvictionReason::InvalidRequestBodySize
+        );
+
+        // A frame whose command is not Request.
+        let mut reply_frame = connect(address);
+        let mut frame = request(2, b"");
+        frame[60] = 8; // the command byte: Reply
+        reply_frame.send(Message::binary(frame)).unwrap();
+        assert_eq!(
+            eviction_then_close(&mut reply_frame),
+            EvictionReason::InvalidRequestOperation
+        );
+
+        // Text is not a frame.
+        let mut text = connect(address);
+        text.send(Message::text("hello")).unwrap();
+        assert_eq!(
+            eviction_then_close(&mut text),
+            EvictionReason::InvalidRequestOperation
+        );
+
+        good.send(Message::binary(request(2, b"after"))).unwrap();
+        assert_eq!(reply(&mut good), (2, b"after".to_vec()));
+        good.close(None).unwrap();
+    });
+}
+
+#[test]
+fn an_unauthenticated_frame_over_its_limit_is_refused() {
+    let handler = Scripted {
+        login_needed: true,
+        ..Scripted::default()
+    };
+    serve_until_done(handler, |address| {
+        let mut socket = connect(address);
+        socket
+            .send(Message::binary(request(2, &[0; 8192])))
+            .unwrap();
+        assert_eq!(
+            eviction_then_close(&mut socket),
+            EvictionReason::InvalidRequestBodySize
+        );
+        // Once logged in, the same frame is served.
+        let mut socket = connect(address);
+        socket.send(Message::binary(request(2, b"login"))).unwrap();
+        assert_eq!(reply(&mut socket).0, 2);
+        socket
+            .send(Message::binary(request(2, &[0; 8192])))
+            .unwrap();
+        assert_eq!(reply(&mut socket).1.len(), 8192);
+        socket.close(None).unwrap();
+    });
+}
+
+#[test]
+fn clients_that_never_upgrade_or_never_log_in_are_closed_after_the_grace() {
+    let handler = Scripted {
+        login_needed: true,
+        ..Scripted::default()
+    };
+    serve_until_done(handler, |address| {
+        let started = Instant::now();
+        // Connected, not a byte sent: the upgrade times out.
+        let mut silent = TcpStream::connect(address).unwrap();
+        silent
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0; 1];
+        assert_eq!(std::io::Read::read(&mut silent, &mut byte).unwrap(), 0);
+        // Upgraded, never logged in.
+        let mut idle = connect(address);
+        loop {
+            match idle.read() {
+                Ok(Message::Close(_)) => {}
+                Ok(other) => panic!("unexpected {other:?}"),
+                Err(_) => break,
+            }
+        }
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(500), "{waited:?}");
+        assert!(waited < Duration::from_secs(8), "{waited:?}");
+    });
+}
