@@ -13,7 +13,7 @@ use crate::config::Config;
 #[path = "bench.rs"]
 mod bench_command;
 
-#[cfg(not(any(feature = "tcp", feature = "ws")))]
+#[cfg(not(any(feature = "tcp", feature = "ws", feature = "quic")))]
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
 
 /// Runs `iggy bench <arguments>`; without feature `bench` it says how to get it.
@@ -31,28 +31,30 @@ pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
     }
 }
 
+/// The transports: (cargo feature, config section, built in).
+const TRANSPORTS: [(&str, &str, bool); 3] = [
+    ("tcp", "tcp", cfg!(feature = "tcp")),
+    ("quic", "quic", cfg!(feature = "quic")),
+    ("ws", "websocket", cfg!(feature = "ws")),
+];
+
 /// The cargo features this binary was built with, for `iggy --version`.
 pub(crate) fn features() -> Vec<&'static str> {
-    [
-        ("tcp", cfg!(feature = "tcp")),
-        ("ws", cfg!(feature = "ws")),
-        ("bench", cfg!(feature = "bench")),
-    ]
-    .into_iter()
-    .filter_map(|(name, on)| on.then_some(name))
-    .collect()
+    TRANSPORTS
+        .iter()
+        .map(|&(feature, _, built)| (feature, built))
+        .chain([("bench", cfg!(feature = "bench"))])
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect()
 }
 
 /// The config sections of the transports this binary was built with: the others default to
 /// off, and enabling one is refused at start.
 pub(crate) fn transports() -> Vec<&'static str> {
-    [
-        ("tcp", cfg!(feature = "tcp")),
-        ("websocket", cfg!(feature = "ws")),
-    ]
-    .into_iter()
-    .filter_map(|(section, built)| built.then_some(section))
-    .collect()
+    TRANSPORTS
+        .iter()
+        .filter_map(|&(_, section, built)| built.then_some(section))
+        .collect()
 }
 
 /// A listener failed to bind, or the config asks for what the build lacks.
@@ -64,7 +66,13 @@ pub(crate) enum BindError {
     #[cfg(feature = "ws")]
     #[error(transparent)]
     WebSocket(#[from] transport::ws::ListenError),
-    #[cfg(not(feature = "ws"))]
+    #[cfg(feature = "quic")]
+    #[error(transparent)]
+    Quic(#[from] transport::quic::ListenError),
+    #[cfg(feature = "quic")]
+    #[error("the QUIC certificate")]
+    QuicCertificate(#[from] transport::tls::TlsError),
+    #[cfg(not(all(feature = "ws", feature = "quic")))]
     #[error(
         "`[{section}] enabled = true`, but this binary was built without feature `{feature}` \
          (build with `--features {feature}` or `full`, or set `{section}.enabled = false`)"
@@ -82,6 +90,7 @@ pub(crate) enum BindError {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Ports {
     pub(crate) tcp: u16,
+    pub(crate) quic: u16,
     pub(crate) websocket: u16,
 }
 
@@ -93,6 +102,8 @@ pub(crate) struct Listeners {
     tcp_config: transport::tcp::TcpConfig,
     #[cfg(feature = "ws")]
     ws: Option<transport::ws::WsServer>,
+    #[cfg(feature = "quic")]
+    quic: Option<transport::quic::QuicServer>,
 }
 
 /// The leader's ends of the channels that hand accepted connections to the other shards, and
@@ -134,6 +145,13 @@ impl Listeners {
                 feature: "ws",
             });
         }
+        #[cfg(not(feature = "quic"))]
+        if config.quic.enabled {
+            return Err(BindError::NotBuilt {
+                section: "quic",
+                feature: "quic",
+            });
+        }
         #[cfg(feature = "tcp")]
         let tcp_config = transport::tcp::TcpConfig {
             address: config.tcp_address,
@@ -159,6 +177,8 @@ impl Listeners {
             tcp_config,
             #[cfg(feature = "ws")]
             ws: bind_websocket(config).await?,
+            #[cfg(feature = "quic")]
+            quic: bind_quic(config).await?,
         })
     }
 
@@ -173,6 +193,10 @@ impl Listeners {
         #[cfg(feature = "ws")]
         if let Some(ws) = &self.ws {
             ports.websocket = ws.local_address().port();
+        }
+        #[cfg(feature = "quic")]
+        if let Some(quic) = &self.quic {
+            ports.quic = quic.local_address().port();
         }
         ports
     }
@@ -241,7 +265,7 @@ impl Listeners {
         use futures_util::FutureExt;
         let shutdown = shutdown.shared();
         let ports = self.ports();
-        if ports.tcp == 0 && ports.websocket == 0 {
+        if ports.tcp == 0 && ports.websocket == 0 && ports.quic == 0 {
             log::warn!("no transport is enabled; waiting for a signal to stop");
         }
         #[cfg(feature = "ws")]
@@ -260,6 +284,22 @@ impl Listeners {
         };
         #[cfg(not(feature = "ws"))]
         let websocket = async {};
+        #[cfg(feature = "quic")]
+        let quic = {
+            let (quic, server, shutdown) = (self.quic, Rc::clone(&server), shutdown.clone());
+            async move {
+                if let Some(quic) = quic {
+                    log::info!("quic: listening on {}", quic.local_address());
+                    let handler = Rc::new(crate::shard_handler::ShardHandler {
+                        server,
+                        transport: shard::TransportKind::Quic,
+                    });
+                    quic.serve(handler, shutdown).await;
+                }
+            }
+        };
+        #[cfg(not(feature = "quic"))]
+        let quic = async {};
         #[cfg(feature = "tcp")]
         let tcp = serve_tcp(
             self.tcp,
@@ -273,7 +313,7 @@ impl Listeners {
             let _ = (server, handoffs);
             shutdown.clone()
         };
-        futures_util::future::join(tcp, websocket).await;
+        futures_util::future::join3(tcp, websocket, quic).await;
     }
 }
 
@@ -311,6 +351,65 @@ async fn serve_tcp(
     tcp.accept(&local, others, handoffs.tcp_inbox, shutdown)
         .await;
     local.drain().await;
+}
+
+/// Binds the QUIC listener when `[quic]` enables it, with the certificate of
+/// `[quic.certificate]`; a default address that cannot be bound leaves QUIC off with a
+/// warning, as for WebSocket.
+#[cfg(feature = "quic")]
+async fn bind_quic(config: &Config) -> Result<Option<transport::quic::QuicServer>, BindError> {
+    use transport::tls::{CertificateSource, SelfSigned};
+    let quic = &config.quic;
+    if !quic.enabled {
+        return Ok(None);
+    }
+    let source = CertificateSource {
+        self_signed: if quic.self_signed {
+            SelfSigned::Always
+        } else {
+            SelfSigned::Never
+        },
+        cert_file: quic.cert_file.clone(),
+        key_file: quic.key_file.clone(),
+    };
+    if quic.self_signed && !quic.cert_file.as_os_str().is_empty() {
+        log::warn!(
+            "quic: self_signed = true: {} is not read",
+            quic.cert_file.display()
+        );
+    }
+    let certificate = source.load()?;
+    let tls = certificate.server_config()?;
+    let nonzero = |duration: std::time::Duration| (!duration.is_zero()).then_some(duration);
+    let quic_config = transport::quic::QuicConfig {
+        address: quic.address,
+        connections_max: quic.connections_max,
+        frame_size_max: config.frame_size_max_bytes,
+        unauthenticated_frame_size_max: config.unauthenticated_frame_size_max_bytes,
+        handshake_grace: config.handshake_grace,
+        frame_read_timeout: config.frame_read_timeout,
+        write_timeout: config.write_timeout,
+        max_concurrent_bidi_streams: quic.max_concurrent_bidi_streams,
+        initial_mtu: u16::try_from(quic.initial_mtu).unwrap_or(u16::MAX),
+        send_window: quic.send_window,
+        receive_window: quic.receive_window,
+        stream_receive_window: quic.stream_receive_window,
+        keep_alive_interval: nonzero(quic.keep_alive_interval),
+        max_idle_timeout: nonzero(quic.max_idle_timeout),
+    };
+    match transport::quic::QuicServer::bind(quic_config, tls).await {
+        Ok(server) => Ok(Some(server)),
+        Err(error @ transport::quic::ListenError::Bind { .. })
+            if !config.is_explicit("quic.address") =>
+        {
+            log::warn!(
+                "quic: {error}: {} (the default address); serving without QUIC",
+                std::error::Error::source(&error).map_or_else(String::new, ToString::to_string)
+            );
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Binds the WebSocket listener when `[websocket]` enables it. A default address that cannot

@@ -43,6 +43,7 @@ pub(crate) struct Config {
     pub(crate) write_timeout: Duration,
     pub(crate) tcp_connections_per_ip_max: usize,
     pub(crate) websocket: WebSocketConfig,
+    pub(crate) quic: QuicSettings,
     pub(crate) cleaner_enabled: bool,
     pub(crate) cleaner_interval: Duration,
     pub(crate) login_failures_free: u32,
@@ -75,8 +76,28 @@ pub(crate) struct WebSocketConfig {
     pub(crate) tls_enabled: bool,
 }
 
+/// `[quic]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct QuicSettings {
+    pub(crate) enabled: bool,
+    pub(crate) address: SocketAddr,
+    pub(crate) connections_max: usize,
+    pub(crate) max_concurrent_bidi_streams: u32,
+    pub(crate) initial_mtu: u64,
+    pub(crate) send_window: u64,
+    pub(crate) receive_window: u64,
+    pub(crate) stream_receive_window: u64,
+    /// Zero: none.
+    pub(crate) keep_alive_interval: Duration,
+    /// Zero: never.
+    pub(crate) max_idle_timeout: Duration,
+    pub(crate) self_signed: bool,
+    pub(crate) cert_file: PathBuf,
+    pub(crate) key_file: PathBuf,
+}
+
 /// Transport sections whose `enabled` defaults to whether the build has them.
-pub(crate) const TRANSPORT_SECTIONS: [&str; 2] = ["tcp", "websocket"];
+pub(crate) const TRANSPORT_SECTIONS: [&str; 3] = ["tcp", "quic", "websocket"];
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -207,6 +228,21 @@ impl Config {
                 frame_size_max: view.size("websocket.max_frame_size")?,
                 accept_unmasked_frames: view.bool("websocket.accept_unmasked_frames")?,
                 tls_enabled: view.bool("websocket.tls.enabled")?,
+            },
+            quic: QuicSettings {
+                enabled: view.bool("quic.enabled")?,
+                address: view.parsed("quic.address")?,
+                connections_max: view.count("quic.max_connections")?,
+                max_concurrent_bidi_streams: view.count("quic.max_concurrent_bidi_streams")?,
+                initial_mtu: view.size("quic.initial_mtu")?,
+                send_window: view.size("quic.send_window")?,
+                receive_window: view.size("quic.receive_window")?,
+                stream_receive_window: view.size("quic.stream_receive_window")?,
+                keep_alive_interval: view.duration("quic.keep_alive_interval")?,
+                max_idle_timeout: view.duration("quic.max_idle_timeout")?,
+                self_signed: view.bool("quic.certificate.self_signed")?,
+                cert_file: PathBuf::from(view.string("quic.certificate.cert_file")?),
+                key_file: PathBuf::from(view.string("quic.certificate.key_file")?),
             },
             cleaner_enabled: view.bool("data_maintenance.messages.cleaner_enabled")?,
             cleaner_interval: view.duration("data_maintenance.messages.interval")?,

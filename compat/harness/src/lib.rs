@@ -34,6 +34,8 @@ pub struct Server {
     address: SocketAddr,
     /// The WebSocket listener's address (used by builds with feature `ws`).
     websocket_address: SocketAddr,
+    /// The QUIC listener's address, UDP (used by builds with feature `quic`).
+    quic_address: SocketAddr,
     extra_env: Vec<(String, String)>,
     child: Option<Child>,
     log_path: PathBuf,
@@ -59,6 +61,7 @@ impl Server {
             data,
             address: free_loopback_address(),
             websocket_address: free_loopback_address(),
+            quic_address: free_loopback_address(),
             extra_env: extra_env
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
@@ -79,6 +82,11 @@ impl Server {
     /// `127.0.0.1:<port>` of the WebSocket listener (builds with feature `ws`).
     pub fn websocket_address(&self) -> String {
         self.websocket_address.to_string()
+    }
+
+    /// `127.0.0.1:<port>` of the QUIC listener (builds with feature `quic`).
+    pub fn quic_address(&self) -> String {
+        self.quic_address.to_string()
     }
 
     /// `127.0.0.1:<port>`, as the SDK's server address.
@@ -186,8 +194,10 @@ impl Server {
         command
             .arg("--with-default-root-credentials")
             .env("IGGY_TCP_ADDRESS", self.address.to_string())
-            // A port of its own, so servers started side by side never contend for 8092.
+            // Ports of their own, so servers started side by side never contend for 8092
+            // and 8080.
             .env("IGGY_WEBSOCKET_ADDRESS", self.websocket_address.to_string())
+            .env("IGGY_QUIC_ADDRESS", self.quic_address.to_string())
             .env("IGGY_SYSTEM_PATH", self.data.path())
             .envs(self.extra_env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null())

@@ -55,6 +55,8 @@ pub struct ServerInfo {
     pub tcp_port: u16,
     /// The port the WebSocket listener bound; 0 when it is off.
     pub websocket_port: u16,
+    /// The port the QUIC listener bound; 0 when it is off.
+    pub quic_port: u16,
     /// µs since the epoch.
     pub started_at_us: u64,
     /// Consumer-group timeouts (`consumer_group.rebalancing_timeout`, `heartbeat.interval`).

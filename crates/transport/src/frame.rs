@@ -4,9 +4,48 @@
 //! bytes and the encoding is tested without sockets.
 
 use proto::header::RequestHeader;
-use proto::header::{EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader};
+use proto::header::{
+    Command, EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, frame_prefix,
+};
 use proto::{Dialect, ErrorCode};
 use zerocopy::{FromBytes, IntoBytes};
+
+use crate::BadFrame;
+
+/// A message refused as a frame: the header (or zeros) to address the eviction to, what is
+/// wrong, and the detail for the log.
+pub type Refused = (Box<[u8; HEADER_SIZE]>, BadFrame, String);
+
+/// Checks that `bytes`, a whole message of a message-framed transport (a WebSocket message,
+/// a QUIC stream), is exactly one request frame of at most `size_max` bytes; returns its
+/// header.
+pub fn check_whole(bytes: &[u8], size_max: u32) -> Result<Box<[u8; HEADER_SIZE]>, Refused> {
+    let mut header = Box::new([0_u8; HEADER_SIZE]);
+    let Some(head) = bytes.get(..HEADER_SIZE) else {
+        let error = format!("a {}-byte message holds no header", bytes.len());
+        return Err((header, BadFrame::Size, error));
+    };
+    header.copy_from_slice(head);
+    match frame_prefix(&header[..], size_max) {
+        Ok(prefix) if prefix.command != Command::Request => {
+            let error = format!("command {:?} is not a request", prefix.command);
+            Err((header, BadFrame::Command, error))
+        }
+        Ok(prefix) if prefix.body_length() + HEADER_SIZE != bytes.len() => {
+            let error = format!(
+                "header size {} in a {}-byte message",
+                prefix.body_length() + HEADER_SIZE,
+                bytes.len()
+            );
+            Err((header, BadFrame::Size, error))
+        }
+        Ok(_) => Ok(header),
+        Err(error) if error.subject == proto::Subject::Command => {
+            Err((header, BadFrame::Command, error.to_string()))
+        }
+        Err(error) => Err((header, BadFrame::Size, error.to_string())),
+    }
+}
 
 /// The answer to one request frame.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,8 +10,12 @@
 pub mod frame;
 #[cfg(any(feature = "tcp", feature = "ws"))]
 mod listen;
+#[cfg(feature = "quic")]
+pub mod quic;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+#[cfg(feature = "tls")]
+pub mod tls;
 #[cfg(feature = "ws")]
 pub mod ws;
 

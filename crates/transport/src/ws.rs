@@ -27,9 +27,9 @@ use compio_ws::tungstenite::{Bytes, Error as WsError, Message};
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::{Sink, SinkExt};
-use proto::header::{Command, EvictionReason, HEADER_SIZE, frame_prefix};
+use proto::header::{EvictionReason, HEADER_SIZE};
 
-use crate::frame::{self, Answer};
+use crate::frame::{self, Answer, Refused};
 use crate::{BadFrame, ConnectionHandler};
 
 /// How long shutdown waits for requests already being handled.
@@ -265,10 +265,6 @@ struct Watch {
     grace_end: Option<Instant>,
 }
 
-/// A message refused as a frame: the header (or zeros) to address the eviction to, what is
-/// wrong, and the detail for the log.
-type Refused = (Box<[u8; HEADER_SIZE]>, BadFrame, String);
-
 /// What the connection loop acts on next.
 enum Event {
     Message(Option<Result<Message, String>>),
@@ -497,15 +493,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
         first(first(evicted, work), first(stopping, login)).await
     }
 
-    /// The frame's header when the message is one valid request frame; otherwise what is
-    /// wrong with it, and the header (or zeros) to address the eviction to.
+    /// The frame's header when the message is one valid request frame.
     fn check(&self, bytes: &[u8], authenticated: bool) -> Result<Box<[u8; HEADER_SIZE]>, Refused> {
-        let mut header = Box::new([0_u8; HEADER_SIZE]);
-        let Some(head) = bytes.get(..HEADER_SIZE) else {
-            let error = format!("a {}-byte message holds no header", bytes.len());
-            return Err((header, BadFrame::Size, error));
-        };
-        header.copy_from_slice(head);
         let size_max = if authenticated {
             self.config.frame_size_max
         } else {
@@ -513,25 +502,7 @@ impl<H: ConnectionHandler> Link<'_, H> {
                 .unauthenticated_frame_size_max
                 .min(self.config.frame_size_max)
         };
-        match frame_prefix(&header[..], size_max) {
-            Ok(prefix) if prefix.command != Command::Request => {
-                let error = format!("command {:?} is not a request", prefix.command);
-                Err((header, BadFrame::Command, error))
-            }
-            Ok(prefix) if prefix.body_length() + HEADER_SIZE != bytes.len() => {
-                let error = format!(
-                    "header size {} in a {}-byte message",
-                    prefix.body_length() + HEADER_SIZE,
-                    bytes.len()
-                );
-                Err((header, BadFrame::Size, error))
-            }
-            Ok(_) => Ok(header),
-            Err(error) if error.subject == proto::Subject::Command => {
-                Err((header, BadFrame::Command, error.to_string()))
-            }
-            Err(error) => Err((header, BadFrame::Size, error.to_string())),
-        }
+        frame::check_whole(bytes, size_max)
     }
 
     /// Handles one frame; the header comes back with the answer for the reply to echo.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Config, ConfigError, parse_size};
 
 /// The transports of a `full` build.
-const BUILT: &[&str] = &["tcp", "websocket"];
+const BUILT: &[&str] = &["tcp", "quic", "websocket"];
 
 fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -128,8 +128,12 @@ fn transports_the_build_lacks_default_to_off_and_set_keys_are_explicit() {
     assert!(config.websocket.enabled);
     assert_eq!(config.websocket.address, "127.0.0.1:8092".parse().unwrap());
     assert!(!config.is_explicit("websocket.address"));
+    assert!(config.quic.enabled);
+    assert_eq!(config.quic.address, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(config.quic.initial_mtu, 1200);
     let minimal = Config::load(None, &BTreeMap::new(), &["tcp"]).unwrap();
     assert!(!minimal.websocket.enabled);
+    assert!(!minimal.quic.enabled);
     assert!(!minimal.is_explicit("websocket.enabled"));
     let env = environment(&[
         ("IGGY_WEBSOCKET_ENABLED", "true"),
@@ -140,4 +144,14 @@ fn transports_the_build_lacks_default_to_off_and_set_keys_are_explicit() {
     assert!(asked.is_explicit("websocket.enabled"));
     assert!(asked.is_explicit("websocket.address"));
     assert!(!asked.is_explicit("tcp.address"));
+}
+
+#[test]
+fn this_build_enables_exactly_the_transports_it_has() {
+    let built = crate::compose::transports();
+    let features = crate::compose::features();
+    let config = Config::load(None, &BTreeMap::new(), &built).unwrap();
+    assert_eq!(config.tcp_enabled, features.contains(&"tcp"));
+    assert_eq!(config.quic.enabled, features.contains(&"quic"));
+    assert_eq!(config.websocket.enabled, features.contains(&"ws"));
 }

@@ -77,7 +77,7 @@ pub(crate) fn handle(
     }
 }
 
-/// One node, leader of everything, serving TCP and WebSocket on their bound ports (0: off).
+/// One node, leader of everything, serving each transport on its bound port (0: off).
 fn cluster_metadata(server: &Server) -> ClusterMetadata {
     let info = &server.info;
     let node = ClusterNode {
@@ -85,7 +85,7 @@ fn cluster_metadata(server: &Server) -> ClusterMetadata {
         name: info.node_name.clone(),
         ip: info.node_ip.clone(),
         tcp_port: info.tcp_port,
-        quic_port: 0,
+        quic_port: info.quic_port,
         http_port: 0,
         websocket_port: info.websocket_port,
         role: NodeRole::Leader,

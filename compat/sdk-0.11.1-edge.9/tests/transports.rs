@@ -1,6 +1,7 @@
-//! The SDK over WebSocket (`iggy+ws://`): login, streams and topics, send and poll (the
-//! roster names the WebSocket port, so the partition plane works), consumer offsets, a
-//! consumer group, users; and a junk WebSocket client that is evicted while the SDK's
+//! The SDK over WebSocket (`iggy+ws://`) and QUIC (`iggy+quic://`, the server's self-signed
+//! certificate, which the SDK does not validate by default): login, streams and topics, send
+//! and poll (the roster names each transport's port, so the partition plane works), consumer
+//! offsets, a consumer group, users; and junk clients that are evicted while the SDK's
 //! connection keeps working.
 
 mod common;
@@ -12,32 +13,84 @@ use std::time::Duration;
 use common::*;
 use iggy::prelude::*;
 
-const STREAM: &str = "over-ws";
+const STREAM: &str = "over-transport";
 const TOPIC: &str = "events";
 
-async fn websocket_client(server: &Server, username: &str, password: &str) -> IggyClient {
+/// A transport of the SDK: its connection-string scheme and the server's address for it.
+#[derive(Clone, Copy)]
+enum Transport {
+    WebSocket,
+    Quic,
+}
+
+impl Transport {
+    fn address(self, server: &Server) -> String {
+        match self {
+            Self::WebSocket => server.websocket_address(),
+            Self::Quic => server.quic_address(),
+        }
+    }
+
+    fn scheme(self) -> &'static str {
+        match self {
+            Self::WebSocket => "iggy+ws",
+            Self::Quic => "iggy+quic",
+        }
+    }
+}
+
+async fn client(
+    server: &Server,
+    transport: Transport,
+    username: &str,
+    password: &str,
+) -> IggyClient {
     let connection = format!(
-        "iggy+ws://{username}:{password}@{}",
-        server.websocket_address()
+        "{}://{username}:{password}@{}",
+        transport.scheme(),
+        transport.address(server)
     );
     let client = IggyClient::from_connection_string(&connection).expect("connection string");
-    client
-        .connect()
-        .await
-        .unwrap_or_else(|error| panic!("connect over WebSocket as {username}: {error}"));
+    client.connect().await.unwrap_or_else(|error| {
+        panic!("connect over {} as {username}: {error}", transport.scheme())
+    });
     client
 }
 
 #[test]
 fn the_sdk_works_over_websocket() {
     let server = Server::start();
-    run(async {
-        let client = websocket_client(&server, ROOT_USERNAME, ROOT_PASSWORD).await;
+    run(flows(&server, Transport::WebSocket));
+    // A junk WebSocket client: upgraded, then a message that is not a frame.
+    assert!(junk_websocket_message(&server.websocket_address()));
+}
+
+#[test]
+fn the_sdk_works_over_quic() {
+    let server = Server::start();
+    run(flows(&server, Transport::Quic));
+}
+
+/// Every flow of the file over `transport`, then a check that the SDK's connection outlives a
+/// junk client of the same transport.
+async fn flows(server: &Server, transport: Transport) {
+    {
+        let client = client(server, transport, ROOT_USERNAME, ROOT_PASSWORD).await;
         client.ping().await.expect("ping");
         let metadata = client.get_cluster_metadata().await.expect("roster");
         let node = &metadata.nodes[0];
-        let port: u16 = server.websocket_address().rsplit(':').next().unwrap().parse().unwrap();
-        assert_eq!(node.endpoints.websocket, port, "the roster names the bound port");
+        let port: u16 = transport
+            .address(server)
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let advertised = match transport {
+            Transport::WebSocket => node.endpoints.websocket,
+            Transport::Quic => node.endpoints.quic,
+        };
+        assert_eq!(advertised, port, "the roster names the bound port");
 
         create_stream_topic(&client, STREAM, TOPIC, 2).await;
         send_range(&client, STREAM, TOPIC, 0, 0..250, 50).await;
@@ -88,20 +141,29 @@ fn the_sdk_works_over_websocket() {
             )
             .await
             .expect("create user");
-        let user = websocket_client(&server, "ws-user", "secret-pass").await;
+        let user = client_as(server, transport, "ws-user", "secret-pass").await;
         assert!(
             user.get_streams().await.is_err(),
             "a user without permissions reads no streams"
         );
         drop(user);
 
-        // A junk WebSocket client: upgraded, then a message that is not a frame.
-        let junk = junk_websocket_message(&server.websocket_address());
-        assert!(junk, "the junk client was answered and closed");
-        client.ping().await.expect("the SDK's connection still works");
+        client
+            .ping()
+            .await
+            .expect("the SDK's connection still works");
         let streams = client.get_streams().await.expect("streams");
         assert_eq!(streams.len(), 1);
-    });
+    }
+}
+
+async fn client_as(
+    server: &Server,
+    transport: Transport,
+    user: &str,
+    password: &str,
+) -> IggyClient {
+    client(server, transport, user, password).await
 }
 
 /// Upgrades a raw TCP connection by hand, sends one masked Binary message of 3 bytes, and
@@ -122,7 +184,11 @@ fn junk_websocket_message(address: &str) -> bool {
         assert_eq!(stream.read(&mut byte).unwrap(), 1, "upgrade response");
         response.push(byte[0]);
     }
-    assert!(response.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&response));
+    assert!(
+        response.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&response)
+    );
     // FIN + Binary, masked, 3 bytes, mask 0.
     stream
         .write_all(&[0x82, 0x80 | 3, 0, 0, 0, 0, 1, 2, 3])

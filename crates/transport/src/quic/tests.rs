@@ -1,0 +1,251 @@
+//! The QUIC loop over loopback with scripted handlers and a compio-quic client: one request
+//! per stream, answered concurrently; a stream that is not one request frame gets an
+//! eviction on it and ends its connection only; an oversized stream before login is
+//! refused without being held; a connection that never logs in is closed after the grace.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use compio_quic::{ClientBuilder, Connection, Endpoint};
+use proto::Dialect;
+use proto::header::{
+    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
+};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::{QuicConfig, QuicServer};
+use crate::tls::{CertificateSource, SelfSigned};
+use crate::{Answer, ConnectionHandler};
+
+/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
+/// Authenticated once a request with body `login` was answered (when `login_needed`).
+#[derive(Default)]
+struct Scripted {
+    second_seen: Cell<bool>,
+    login_needed: bool,
+    logged_in: Cell<bool>,
+}
+
+impl ConnectionHandler for Scripted {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
+        if request == 1 {
+            while !self.second_seen.get() {
+                compio::time::sleep(Duration::from_millis(1)).await;
+            }
+        } else {
+            self.second_seen.set(true);
+        }
+        if body == b"login" {
+            self.logged_in.set(true);
+        }
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: body[..body.len() / 2].to_vec(),
+            tail: body[body.len() / 2..].to_vec(),
+        }
+    }
+
+    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
+        std::future::pending()
+    }
+
+    fn authenticated(&self, (): &()) -> bool {
+        !self.login_needed || self.logged_in.get()
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+fn config() -> QuicConfig {
+    QuicConfig {
+        address: "127.0.0.1:0".parse().unwrap(),
+        connections_max: 16,
+        frame_size_max: 1 << 20,
+        unauthenticated_frame_size_max: 4096,
+        handshake_grace: Duration::from_millis(700),
+        frame_read_timeout: Duration::from_secs(5),
+        write_timeout: Duration::from_secs(5),
+        max_concurrent_bidi_streams: 16,
+        initial_mtu: 1200,
+        send_window: 1 << 20,
+        receive_window: 1 << 20,
+        stream_receive_window: 1 << 20,
+        keep_alive_interval: None,
+        max_idle_timeout: Some(Duration::from_secs(10)),
+    }
+}
+
+fn request(number: u64, body: &[u8]) -> Vec<u8> {
+    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
+    header.request = number.into();
+    header.session = 1.into();
+    let mut frame = header.as_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// Serves `handler` on this thread while `client` runs on its own runtime on another.
+fn serve_until_done<C, F>(handler: Scripted, client: C)
+where
+    C: FnOnce(SocketAddr) -> F + Send + 'static,
+    F: Future<Output = ()>,
+{
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let source = CertificateSource {
+            self_signed: SelfSigned::Always,
+            cert_file: "".into(),
+            key_file: "".into(),
+        };
+        let tls = source.load().unwrap().server_config().unwrap();
+        let server = QuicServer::bind(config(), tls).await.unwrap();
+        let address = server.local_address();
+        let client = std::thread::spawn(move || {
+            compio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(client(address));
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.serve(Rc::new(handler), done).await;
+        client.join().unwrap();
+    });
+}
+
+async fn connect(address: SocketAddr) -> (Endpoint, Connection) {
+    let endpoint = ClientBuilder::new_with_no_server_verification()
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let connection = endpoint
+        .connect(address, "localhost", None)
+        .unwrap()
+        .await
+        .unwrap();
+    (endpoint, connection)
+}
+
+/// Sends `frame` on a new stream and reads the stream's answer to its end.
+async fn exchange(connection: &Connection, frame: Vec<u8>) -> Vec<u8> {
+    let (mut send, mut recv) = connection.open_bi_wait().await.unwrap();
+    send.write_all_chunks(&mut [frame.into()]).await.unwrap();
+    send.finish().unwrap();
+    let mut answer = Vec::new();
+    while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.unwrap() {
+        answer.extend_from_slice(&chunk.bytes);
+    }
+    answer
+}
+
+fn reply(answer: &[u8]) -> (u64, Vec<u8>) {
+    let header = ReplyHeader::parse(answer).unwrap();
+    assert_eq!(
+        header.size.get() as usize,
+        answer.len(),
+        "one frame per stream"
+    );
+    (header.request.get(), answer[HEADER_SIZE..].to_vec())
+}
+
+fn eviction(answer: &[u8]) -> EvictionReason {
+    EvictionHeader::read_from_bytes(answer)
+        .unwrap()
+        .reason()
+        .unwrap()
+}
+
+#[test]
+fn requests_on_concurrent_streams_are_answered_as_they_complete() {
+    serve_until_done(Scripted::default(), |address| async move {
+        let (_endpoint, connection) = connect(address).await;
+        let first = exchange(&connection, request(1, b"first"));
+        let second = exchange(&connection, request(2, b"second"));
+        // Request 1 waits for request 2: both must be in flight at once.
+        let (first, second) = futures_util::future::join(first, second).await;
+        assert_eq!(reply(&first), (1, b"first".to_vec()));
+        assert_eq!(reply(&second), (2, b"second".to_vec()));
+    });
+}
+
+#[test]
+fn a_bad_stream_evicts_its_connection_only() {
+    serve_until_done(Scripted::default(), |address| async move {
+        let (_good_endpoint, good) = connect(address).await;
+        assert_eq!(reply(&exchange(&good, request(2, b"before")).await).0, 2);
+
+        let (_endpoint, bad) = connect(address).await;
+        let mut frame = request(2, b"body");
+        frame.truncate(frame.len() - 1);
+        let answer = exchange(&bad, frame).await;
+        assert_eq!(eviction(&answer), EvictionReason::InvalidRequestBodySize);
+        bad.closed().await;
+
+        let (_endpoint, reply_frame) = connect(address).await;
+        let mut frame = request(2, b"");
+        frame[60] = 8; // the command byte: Reply
+        let answer = exchange(&reply_frame, frame).await;
+        assert_eq!(eviction(&answer), EvictionReason::InvalidRequestOperation);
+
+        let (_endpoint, junk) = connect(address).await;
+        let answer = exchange(&junk, vec![7; 10]).await;
+        assert_eq!(eviction(&answer), EvictionReason::InvalidRequestBodySize);
+
+        assert_eq!(
+            reply(&exchange(&good, request(2, b"after")).await),
+            (2, b"after".to_vec())
+        );
+    });
+}
+
+#[test]
+fn an_unauthenticated_stream_over_its_limit_is_refused_and_the_login_grace_holds() {
+    let handler = Scripted {
+        login_needed: true,
+        ..Scripted::default()
+    };
+    serve_until_done(handler, |address| async move {
+        let (_endpoint, big) = connect(address).await;
+        let (mut send, mut recv) = big.open_bi_wait().await.unwrap();
+        // Far more than the limit; the server stops reading and evicts.
+        let _ = send
+            .write_all_chunks(&mut [vec![0; 64 * 1024].into()])
+            .await;
+        let mut answer = Vec::new();
+        while let Ok(Some(chunk)) = recv.read_chunk(usize::MAX, true).await {
+            answer.extend_from_slice(&chunk.bytes);
+        }
+        assert_eq!(eviction(&answer), EvictionReason::InvalidRequestBodySize);
+
+        // (The handler's login is shared by its connections: the idle one comes first.)
+        let started = Instant::now();
+        let (_endpoint, idle) = connect(address).await;
+        idle.closed().await;
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(500), "{waited:?}");
+        assert!(waited < Duration::from_secs(8), "{waited:?}");
+        let (_endpoint, logged) = connect(address).await;
+        assert_eq!(reply(&exchange(&logged, request(2, b"login")).await).0, 2);
+        let big_body = vec![1; 8192];
+        assert_eq!(
+            reply(&exchange(&logged, request(2, &big_body)).await).1,
+            big_body
+        );
+    });
+}
