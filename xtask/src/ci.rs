@@ -79,6 +79,10 @@ fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
         Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
         Step::Vopr => crate::vopr::ci(sh)?,
         Step::Compat => compat(sh)?,
+        Step::Features => crate::dist::check_features(sh)?,
+        Step::Dist => {
+            crate::dist::run(sh, crate::flags::Variant::All)?;
+        }
         Step::Integration => integration(sh)?,
         Step::Fuzz => fuzz(sh)?,
     }
@@ -224,16 +228,20 @@ fn compat(sh: &Shell) -> Result<(), DynError> {
     Ok(())
 }
 
-/// The real clients against the real binary: the Rust SDK projects (`compat/sdk-*`), the
-/// Python SDK and the CLI. Each test starts its own server on a free loopback port.
+/// The real clients against the real binary, the full one unpacked from the release archive
+/// (`dist`, made when missing): the Rust SDK projects (`compat/sdk-*`, whose tests cover every
+/// transport), the Python SDK and the CLI. Each test starts its own server on free loopback
+/// ports.
 fn integration(sh: &Shell) -> Result<(), DynError> {
     let root = sh.current_dir();
     if !root.join("bin/iggy/Cargo.toml").is_file() {
         println!("no bin/iggy: nothing to run against");
         return Ok(());
     }
-    cmd!(sh, "cargo build --release --bin iggy --features full").run()?;
-    let server = root.join("target/release/iggy");
+    if !root.join("target/dist/SHA256SUMS").is_file() {
+        crate::dist::run(sh, crate::flags::Variant::All)?;
+    }
+    let server = crate::dist::verify_and_unpack(sh, "full")?;
     let target_dir = root.join("target/compat");
     for manifest in compat_projects(sh, "sdk-")? {
         cmd!(

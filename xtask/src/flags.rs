@@ -13,8 +13,12 @@ commands:
                           features.md sync and the no_std dependency rule
   ci [--skip <step>]...   every check and test, failing fast; <step> is one of
                           install fmt clippy tidy test no-std deny vopr compat
-                          integration fuzz,
+                          features dist integration fuzz,
                           or a comma-separated list of them
+  dist [--variant minimal|full|all]
+                          release archives under target/dist: the stripped binary,
+                          README.md, LICENSE and config.toml per variant, SHA256SUMS
+  check-features          builds bin/iggy with each feature alone, minimal and full
   vopr [--seed S] [--seeds N] [--requests R]
                           the deterministic simulator (crates/sim), release build
   vopr --broken           each deliberately broken build (`__` features of crates/sim)
@@ -29,10 +33,22 @@ pub(crate) enum Command {
     Ci {
         skip: Vec<Step>,
     },
+    Dist {
+        variant: Variant,
+    },
+    CheckFeatures,
     /// The simulator's arguments, passed through; `--broken` runs the broken builds.
     Vopr {
         args: Vec<String>,
     },
+}
+
+/// Which release archives `dist` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    Minimal,
+    Full,
+    All,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,12 +62,14 @@ pub(crate) enum Step {
     Deny,
     Vopr,
     Compat,
+    Features,
+    Dist,
     Integration,
     Fuzz,
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 11] = [
+    pub(crate) const ALL: [Step; 13] = [
         Step::Install,
         Step::Fmt,
         Step::Clippy,
@@ -61,6 +79,8 @@ impl Step {
         Step::Deny,
         Step::Vopr,
         Step::Compat,
+        Step::Features,
+        Step::Dist,
         Step::Integration,
         Step::Fuzz,
     ];
@@ -76,6 +96,8 @@ impl Step {
             Step::Deny => "deny",
             Step::Vopr => "vopr",
             Step::Compat => "compat",
+            Step::Features => "features",
+            Step::Dist => "dist",
             Step::Integration => "integration",
             Step::Fuzz => "fuzz",
         }
@@ -117,6 +139,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, F
         "help" | "-h" | "--help" => no_more_arguments(args, Command::Help),
         "tidy" => no_more_arguments(args, Command::Tidy),
         "ci" => parse_ci(args),
+        "dist" => parse_dist(args),
+        "check-features" => no_more_arguments(args, Command::CheckFeatures),
         "vopr" => Ok(Command::Vopr {
             args: args.collect(),
         }),
@@ -132,6 +156,26 @@ fn no_more_arguments(
         Some(arg) => Err(FlagsError::UnexpectedArgument(arg)),
         None => Ok(command),
     }
+}
+
+fn parse_dist(mut args: impl Iterator<Item = String>) -> Result<Command, FlagsError> {
+    let mut variant = Variant::All;
+    while let Some(arg) = args.next() {
+        let value = if let Some(value) = arg.strip_prefix("--variant=") {
+            value.to_owned()
+        } else if arg == "--variant" {
+            args.next().ok_or(FlagsError::MissingValue("--variant"))?
+        } else {
+            return Err(FlagsError::UnexpectedArgument(arg));
+        };
+        variant = match value.as_str() {
+            "minimal" => Variant::Minimal,
+            "full" => Variant::Full,
+            "all" => Variant::All,
+            _ => return Err(FlagsError::UnexpectedArgument(value)),
+        };
+    }
+    Ok(Command::Dist { variant })
 }
 
 fn parse_ci(mut args: impl Iterator<Item = String>) -> Result<Command, FlagsError> {
@@ -165,6 +209,20 @@ mod tests {
         assert_eq!(parse_str(""), Ok(Command::Help));
         assert_eq!(parse_str("tidy"), Ok(Command::Tidy));
         assert_eq!(parse_str("ci"), Ok(Command::Ci { skip: vec![] }));
+        assert_eq!(
+            parse_str("dist"),
+            Ok(Command::Dist {
+                variant: super::Variant::All
+            })
+        );
+        assert_eq!(
+            parse_str("dist --variant minimal"),
+            Ok(Command::Dist {
+                variant: super::Variant::Minimal
+            })
+        );
+        assert!(parse_str("dist --variant tiny").is_err());
+        assert_eq!(parse_str("check-features"), Ok(Command::CheckFeatures));
         assert_eq!(
             parse_str("vopr --seed 7"),
             Ok(Command::Vopr {

@@ -4,6 +4,7 @@
 //! reports failure through a non-zero exit status with the error chain on stderr.
 
 mod ci;
+mod dist;
 mod flags;
 mod tidy;
 mod vopr;
@@ -49,6 +50,8 @@ fn run(command: flags::Command) -> Result<(), DynError> {
         }
         flags::Command::Tidy => tidy::run(&sh),
         flags::Command::Ci { skip } => ci::run(&sh, &skip),
+        flags::Command::Dist { variant } => dist::run(&sh, variant).map(drop),
+        flags::Command::CheckFeatures => dist::check_features(&sh),
         flags::Command::Vopr { args } => vopr::run(&sh, &args),
     }
 }

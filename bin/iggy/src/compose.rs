@@ -109,6 +109,7 @@ pub(crate) struct Listeners {
 /// The leader's ends of the channels that hand accepted connections to the other shards, and
 /// the leader's buffer pool settings.
 pub(crate) struct Handoffs {
+    #[cfg_attr(not(feature = "tcp"), allow(dead_code))]
     pool: pool::PoolConfig,
     /// Every shard's hand-off channel by index (the leader's own is `None`): the accept
     /// loop hands accepted connections to the others, and every shard moves connections
@@ -125,6 +126,7 @@ pub(crate) struct Handoffs {
 /// What one shard other than the leader serves: the connections handed to it, with a buffer
 /// pool of its own (made on its thread: pools are per shard).
 pub(crate) struct Handed {
+    #[cfg_attr(not(feature = "tcp"), allow(dead_code))]
     pool: pool::PoolConfig,
     #[cfg(feature = "tcp")]
     tcp: Option<(transport::tcp::HandoffInbox, transport::tcp::TcpConfig)>,

@@ -51,7 +51,6 @@ pub trait ConnectionHandler {
     /// As [`handle`](Self::handle) for a body read into the shard's buffer pool, handed over
     /// whole so the handler can keep its memory (a send's batch goes to the partition as
     /// it is); by default it is handled as bytes.
-    #[cfg(feature = "tcp")]
     fn handle_pooled(
         &self,
         connection: &Self::Connection,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use compio::net::TcpListener;
 
 /// How long binding retries an address that is still in use.
-pub const BIND_RETRY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BIND_RETRY_TIMEOUT: Duration = Duration::from_secs(5);
 const BIND_RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// Binds `address`. A port still held by a just-killed process (an `io_uring` instance

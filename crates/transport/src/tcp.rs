@@ -35,7 +35,6 @@ use crate::{BadFrame, ConnectionHandler};
 
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-pub use crate::listen::BIND_RETRY_TIMEOUT;
 /// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
