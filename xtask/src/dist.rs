@@ -2,8 +2,8 @@
 //! strips it, and packs it with README.md, LICENSE and the default config.toml into
 //! `target/dist/iggy-<version>-<variant>-<host triple>.tar.gz`, with a `SHA256SUMS` beside
 //! them; `cargo xtask check-features` builds bin/iggy with each feature alone (a transport
-//! alone; any other feature with `minimal`, since the server needs a transport), `minimal`
-//! and `full`. Both shell out to `strip`, `tar` and `sha256sum` (binutils and coreutils).
+//! alone; any other feature with `minimal`, since the server needs a transport: `tls` alone
+//! would be TCP with TLS and nothing else to check), `minimal` and `full`. Both shell out to `strip`, `tar` and `sha256sum` (binutils and coreutils).
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,15 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 6] = ["tcp", "quic", "ws", "minimal,bench", "minimal", "full"];
+const FEATURES: [&str; 7] = [
+    "tcp",
+    "quic",
+    "ws",
+    "minimal,tls",
+    "minimal,bench",
+    "minimal",
+    "full",
+];
 
 /// One release archive: its variant name and the cargo feature flags that build it.
 struct Build {

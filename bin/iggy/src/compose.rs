@@ -43,7 +43,10 @@ pub(crate) fn features() -> Vec<&'static str> {
     TRANSPORTS
         .iter()
         .map(|&(feature, _, built)| (feature, built))
-        .chain([("bench", cfg!(feature = "bench"))])
+        .chain([
+            ("tls", cfg!(feature = "tls")),
+            ("bench", cfg!(feature = "bench")),
+        ])
         .filter_map(|(name, on)| on.then_some(name))
         .collect()
 }
@@ -69,10 +72,7 @@ pub(crate) enum BindError {
     #[cfg(feature = "quic")]
     #[error(transparent)]
     Quic(#[from] transport::quic::ListenError),
-    #[cfg(feature = "quic")]
-    #[error("the QUIC certificate")]
-    QuicCertificate(#[from] transport::tls::TlsError),
-    #[cfg(not(all(feature = "ws", feature = "quic")))]
+    #[cfg(not(all(feature = "tcp", feature = "ws", feature = "quic", feature = "tls")))]
     #[error(
         "`[{section}] enabled = true`, but this binary was built without feature `{feature}` \
          (build with `--features {feature}` or `full`, or set `{section}.enabled = false`)"
@@ -81,9 +81,16 @@ pub(crate) enum BindError {
         section: &'static str,
         feature: &'static str,
     },
-    #[cfg(feature = "ws")]
-    #[error("`[{section}.tls] enabled = true`, but TLS is not built yet for {section}")]
-    TlsNotBuilt { section: &'static str },
+    #[cfg(feature = "tls")]
+    #[error(transparent)]
+    TlsTcp(#[from] transport::tls_tcp::ListenError),
+    #[cfg(feature = "tls")]
+    #[error("the certificate of `[{section}]`")]
+    Certificate {
+        section: &'static str,
+        #[source]
+        source: transport::tls::TlsError,
+    },
 }
 
 /// The ports the listeners bound (0: off), for the roster clients read.
@@ -102,6 +109,9 @@ pub(crate) struct Listeners {
     tcp_config: transport::tcp::TcpConfig,
     #[cfg(feature = "ws")]
     ws: Option<transport::ws::WsServer>,
+    /// TCP with `[tcp.tls]`: served on the leader instead of `tcp`.
+    #[cfg(feature = "tls")]
+    tcp_tls: Option<transport::tls_tcp::TlsTcpServer>,
     #[cfg(feature = "quic")]
     quic: Option<transport::quic::QuicServer>,
 }
@@ -147,6 +157,25 @@ impl Listeners {
                 feature: "ws",
             });
         }
+        #[cfg(not(feature = "tcp"))]
+        if config.tcp_enabled && !config.tcp_tls.enabled {
+            return Err(BindError::NotBuilt {
+                section: "tcp",
+                feature: "tcp",
+            });
+        }
+        #[cfg(not(feature = "tls"))]
+        for (section, tls) in [
+            ("tcp.tls", &config.tcp_tls),
+            ("websocket.tls", &config.websocket.tls),
+        ] {
+            if tls.enabled {
+                return Err(BindError::NotBuilt {
+                    section,
+                    feature: "tls",
+                });
+            }
+        }
         #[cfg(not(feature = "quic"))]
         if config.quic.enabled {
             return Err(BindError::NotBuilt {
@@ -167,7 +196,7 @@ impl Listeners {
             connections_per_ip_max: config.tcp_connections_per_ip_max,
         };
         #[cfg(feature = "tcp")]
-        let tcp = if config.tcp_enabled {
+        let tcp = if config.tcp_enabled && !config.tcp_tls.enabled {
             Some(transport::tcp::TcpServer::bind(tcp_config).await?)
         } else {
             None
@@ -181,6 +210,8 @@ impl Listeners {
             ws: bind_websocket(config).await?,
             #[cfg(feature = "quic")]
             quic: bind_quic(config).await?,
+            #[cfg(feature = "tls")]
+            tcp_tls: bind_tcp_tls(config).await?,
         })
     }
 
@@ -199,6 +230,10 @@ impl Listeners {
         #[cfg(feature = "quic")]
         if let Some(quic) = &self.quic {
             ports.quic = quic.local_address().port();
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tcp_tls) = &self.tcp_tls {
+            ports.tcp = tcp_tls.local_address().port();
         }
         ports
     }
@@ -271,37 +306,17 @@ impl Listeners {
             log::warn!("no transport is enabled; waiting for a signal to stop");
         }
         #[cfg(feature = "ws")]
-        let websocket = {
-            let (ws, server, shutdown) = (self.ws, Rc::clone(&server), shutdown.clone());
-            async move {
-                if let Some(ws) = ws {
-                    log::info!("websocket: listening on {}", ws.local_address());
-                    let handler = Rc::new(crate::shard_handler::ShardHandler {
-                        server,
-                        transport: shard::TransportKind::WebSocket,
-                    });
-                    ws.serve(handler, shutdown).await;
-                }
-            }
-        };
+        let websocket = serve_websocket(self.ws, Rc::clone(&server), shutdown.clone());
         #[cfg(not(feature = "ws"))]
         let websocket = async {};
         #[cfg(feature = "quic")]
-        let quic = {
-            let (quic, server, shutdown) = (self.quic, Rc::clone(&server), shutdown.clone());
-            async move {
-                if let Some(quic) = quic {
-                    log::info!("quic: listening on {}", quic.local_address());
-                    let handler = Rc::new(crate::shard_handler::ShardHandler {
-                        server,
-                        transport: shard::TransportKind::Quic,
-                    });
-                    quic.serve(handler, shutdown).await;
-                }
-            }
-        };
+        let quic = serve_quic(self.quic, Rc::clone(&server), shutdown.clone());
         #[cfg(not(feature = "quic"))]
         let quic = async {};
+        #[cfg(feature = "tls")]
+        let tcp_tls = serve_tcp_tls(self.tcp_tls, Rc::clone(&server), shutdown.clone());
+        #[cfg(not(feature = "tls"))]
+        let tcp_tls = async {};
         #[cfg(feature = "tcp")]
         let tcp = serve_tcp(
             self.tcp,
@@ -315,7 +330,64 @@ impl Listeners {
             let _ = (server, handoffs);
             shutdown.clone()
         };
-        futures_util::future::join3(tcp, websocket, quic).await;
+        futures_util::future::join4(tcp, websocket, quic, tcp_tls).await;
+    }
+}
+
+/// The handler of one transport's connections on the leader.
+#[cfg_attr(
+    not(any(feature = "ws", feature = "quic", feature = "tls")),
+    allow(dead_code)
+)]
+fn leader_handler(
+    server: Rc<Server>,
+    transport: shard::TransportKind,
+) -> Rc<crate::shard_handler::ShardHandler> {
+    Rc::new(crate::shard_handler::ShardHandler { server, transport })
+}
+
+/// Serves WebSocket (or WSS) on the leader until `shutdown` completes.
+#[cfg(feature = "ws")]
+async fn serve_websocket(
+    ws: Option<transport::ws::WsServer>,
+    server: Rc<Server>,
+    shutdown: impl Future<Output = ()>,
+) {
+    if let Some(ws) = ws {
+        log::info!("websocket: listening on {}", ws.local_address());
+        let handler = leader_handler(server, shard::TransportKind::WebSocket);
+        ws.serve(handler, shutdown).await;
+    }
+}
+
+/// Serves QUIC on the leader until `shutdown` completes.
+#[cfg(feature = "quic")]
+async fn serve_quic(
+    quic: Option<transport::quic::QuicServer>,
+    server: Rc<Server>,
+    shutdown: impl Future<Output = ()>,
+) {
+    if let Some(quic) = quic {
+        log::info!("quic: listening on {}", quic.local_address());
+        let handler = leader_handler(server, shard::TransportKind::Quic);
+        quic.serve(handler, shutdown).await;
+    }
+}
+
+/// Serves TCP with TLS on the leader until `shutdown` completes.
+#[cfg(feature = "tls")]
+async fn serve_tcp_tls(
+    tcp_tls: Option<transport::tls_tcp::TlsTcpServer>,
+    server: Rc<Server>,
+    shutdown: impl Future<Output = ()>,
+) {
+    if let Some(tcp_tls) = tcp_tls {
+        log::info!(
+            "tcp: listening on {} with TLS (shard 0)",
+            tcp_tls.local_address()
+        );
+        let handler = leader_handler(server, shard::TransportKind::Tcp);
+        tcp_tls.serve(handler, shutdown).await;
     }
 }
 
@@ -355,6 +427,62 @@ async fn serve_tcp(
     local.drain().await;
 }
 
+/// Binds TCP with TLS when `[tcp]` and `[tcp.tls]` enable it (served on the leader only).
+#[cfg(feature = "tls")]
+async fn bind_tcp_tls(
+    config: &Config,
+) -> Result<Option<transport::tls_tcp::TlsTcpServer>, BindError> {
+    if !(config.tcp_enabled && config.tcp_tls.enabled) {
+        return Ok(None);
+    }
+    let tls = server_tls("tcp.tls", &certificate_source(&config.tcp_tls))?;
+    let tcp_config = transport::tls_tcp::TlsTcpConfig {
+        address: config.tcp_address,
+        connections_max: config.tcp_connections_max,
+        frame_size_max: config.frame_size_max_bytes,
+        unauthenticated_frame_size_max: config.unauthenticated_frame_size_max_bytes,
+        in_flight_max: config.tcp_in_flight_max,
+        handshake_grace: config.handshake_grace,
+        frame_read_timeout: config.frame_read_timeout,
+        write_timeout: config.write_timeout,
+    };
+    Ok(Some(
+        transport::tls_tcp::TlsTcpServer::bind(tcp_config, tls).await?,
+    ))
+}
+
+/// Where a `[<transport>.tls]` section's certificate comes from (Iggy's rule: self-signed
+/// only while `cert_file` does not exist).
+#[cfg(feature = "tls")]
+fn certificate_source(tls: &crate::config::TlsSettings) -> transport::tls::CertificateSource {
+    use transport::tls::SelfSigned;
+    transport::tls::CertificateSource {
+        self_signed: if tls.self_signed {
+            SelfSigned::UnlessFileExists
+        } else {
+            SelfSigned::Never
+        },
+        cert_file: tls.cert_file.clone(),
+        key_file: tls.key_file.clone(),
+    }
+}
+
+/// The rustls server configuration of `source`, logging whether it was read or made.
+#[cfg(feature = "tls")]
+fn server_tls(
+    section: &'static str,
+    source: &transport::tls::CertificateSource,
+) -> Result<rustls::ServerConfig, BindError> {
+    let certificate = |source| BindError::Certificate { section, source };
+    let loaded = source.load().map_err(certificate)?;
+    if loaded.self_signed {
+        log::info!("{section}: a self-signed certificate for localhost made at start");
+    } else {
+        log::info!("{section}: certificate {}", source.cert_file.display());
+    }
+    loaded.server_config().map_err(certificate)
+}
+
 /// Binds the QUIC listener when `[quic]` enables it, with the certificate of
 /// `[quic.certificate]`; a default address that cannot be bound leaves QUIC off with a
 /// warning, as for WebSocket.
@@ -380,8 +508,7 @@ async fn bind_quic(config: &Config) -> Result<Option<transport::quic::QuicServer
             quic.cert_file.display()
         );
     }
-    let certificate = source.load()?;
-    let tls = certificate.server_config()?;
+    let tls = server_tls("quic.certificate", &source)?;
     let nonzero = |duration: std::time::Duration| (!duration.is_zero()).then_some(duration);
     let quic_config = transport::quic::QuicConfig {
         address: quic.address,
@@ -423,11 +550,6 @@ async fn bind_websocket(config: &Config) -> Result<Option<transport::ws::WsServe
     if !websocket.enabled {
         return Ok(None);
     }
-    if websocket.tls_enabled {
-        return Err(BindError::TlsNotBuilt {
-            section: "websocket",
-        });
-    }
     let size = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
     let ws_config = transport::ws::WsConfig {
         address: websocket.address,
@@ -446,6 +568,11 @@ async fn bind_websocket(config: &Config) -> Result<Option<transport::ws::WsServe
         accept_unmasked_frames: websocket.accept_unmasked_frames,
     };
     match transport::ws::WsServer::bind(ws_config).await {
+        #[cfg(feature = "tls")]
+        Ok(server) if websocket.tls.enabled => {
+            let source = certificate_source(&websocket.tls);
+            Ok(Some(server.with_tls(server_tls("websocket.tls", &source)?)))
+        }
         Ok(server) => Ok(Some(server)),
         Err(error) if !config.is_explicit("websocket.address") => {
             log::warn!(

@@ -34,6 +34,7 @@ pub(crate) struct Config {
     pub(crate) enforce_fsync: bool,
     pub(crate) tcp_enabled: bool,
     pub(crate) tcp_address: SocketAddr,
+    pub(crate) tcp_tls: TlsSettings,
     pub(crate) tcp_connections_max: usize,
     pub(crate) tcp_in_flight_max: usize,
     pub(crate) frame_size_max_bytes: u32,
@@ -73,7 +74,17 @@ pub(crate) struct WebSocketConfig {
     pub(crate) message_size_max: u64,
     pub(crate) frame_size_max: u64,
     pub(crate) accept_unmasked_frames: bool,
-    pub(crate) tls_enabled: bool,
+    pub(crate) tls: TlsSettings,
+}
+
+/// `[tcp.tls]` and `[websocket.tls]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TlsSettings {
+    pub(crate) enabled: bool,
+    /// Self-signed while `cert_file` does not exist.
+    pub(crate) self_signed: bool,
+    pub(crate) cert_file: PathBuf,
+    pub(crate) key_file: PathBuf,
 }
 
 /// `[quic]`.
@@ -206,6 +217,7 @@ impl Config {
             enforce_fsync: view.bool("system.partition.enforce_fsync")?,
             tcp_enabled: view.bool("tcp.enabled")?,
             tcp_address: view.parsed("tcp.address")?,
+            tcp_tls: view.tls("tcp.tls")?,
             tcp_connections_max: view.count("tcp.max_connections")?,
             tcp_in_flight_max: view.count("tcp.max_in_flight_requests")?,
             frame_size_max_bytes: frame_size_max(frame_size)?,
@@ -227,7 +239,7 @@ impl Config {
                 message_size_max: view.size("websocket.max_message_size")?,
                 frame_size_max: view.size("websocket.max_frame_size")?,
                 accept_unmasked_frames: view.bool("websocket.accept_unmasked_frames")?,
-                tls_enabled: view.bool("websocket.tls.enabled")?,
+                tls: view.tls("websocket.tls")?,
             },
             quic: QuicSettings {
                 enabled: view.bool("quic.enabled")?,
@@ -463,6 +475,16 @@ impl View<'_> {
         let text = self.string(path)?;
         text.parse()
             .map_err(|error: T::Err| Self::invalid(path, format!("`{text}`: {error}")))
+    }
+
+    /// A `[<transport>.tls]` section.
+    fn tls(&self, section: &str) -> Result<TlsSettings, ConfigError> {
+        Ok(TlsSettings {
+            enabled: self.bool(&format!("{section}.enabled"))?,
+            self_signed: self.bool(&format!("{section}.self_signed"))?,
+            cert_file: PathBuf::from(self.string(&format!("{section}.cert_file"))?),
+            key_file: PathBuf::from(self.string(&format!("{section}.key_file"))?),
+        })
     }
 
     fn duration(&self, path: &str) -> Result<Duration, ConfigError> {

@@ -8,14 +8,18 @@
 //! closes that connection only.
 
 pub mod frame;
-#[cfg(any(feature = "tcp", feature = "ws"))]
+#[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
 mod listen;
+#[cfg(any(feature = "ws", feature = "tls"))]
+mod message_link;
 #[cfg(feature = "quic")]
 pub mod quic;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "tls")]
+pub mod tls_tcp;
 #[cfg(feature = "ws")]
 pub mod ws;
 

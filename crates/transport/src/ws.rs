@@ -13,7 +13,6 @@
 //! The listener serves its connections on the shard it runs on; the shard core forwards
 //! partition work to the owning shard.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -23,19 +22,11 @@ use std::time::{Duration, Instant};
 
 use compio::net::{TcpListener, TcpStream};
 use compio_ws::tungstenite::protocol::WebSocketConfig;
-use compio_ws::tungstenite::{Bytes, Error as WsError, Message};
-use futures_util::future::{Either, select};
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::{Sink, SinkExt};
-use proto::header::{EvictionReason, HEADER_SIZE};
+use compio_ws::tungstenite::{Error as WsError, Message};
+use futures_util::{SinkExt, StreamExt};
 
-use crate::frame::{self, Answer, Refused};
-use crate::{BadFrame, ConnectionHandler};
-
-/// How long shutdown waits for requests already being handled.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+use crate::ConnectionHandler;
+use crate::message_link::{Link, LinkConfig, Piece, Shared, accept_until, log_end};
 
 /// Limits and address of a WebSocket listener (`[websocket]`, and `[message_bus]` for the
 /// frame limits every binary transport shares).
@@ -67,6 +58,16 @@ pub struct WsConfig {
 }
 
 impl WsConfig {
+    fn link(&self) -> LinkConfig {
+        LinkConfig {
+            frame_size_max: self.frame_size_max,
+            unauthenticated_frame_size_max: self.unauthenticated_frame_size_max,
+            in_flight_max: self.in_flight_max,
+            handshake_grace: self.handshake_grace,
+            write_timeout: self.write_timeout,
+        }
+    }
+
     fn websocket(&self) -> WebSocketConfig {
         let message_max = usize::try_from(self.frame_size_max).unwrap_or(usize::MAX);
         WebSocketConfig::default()
@@ -93,20 +94,23 @@ pub enum ListenError {
 }
 
 /// A bound listener, not yet accepting.
-#[derive(Debug)]
 pub struct WsServer {
     listener: TcpListener,
     config: WsConfig,
     local_address: SocketAddr,
+    /// WSS: each connection's TLS handshake comes before its upgrade.
+    #[cfg(feature = "tls")]
+    tls: Option<compio_tls::TlsAcceptor>,
 }
 
-/// What the listener's connection tasks share.
-#[derive(Debug, Default)]
-struct Shared {
-    open: Cell<usize>,
-    stopping: Cell<bool>,
-    /// Notified when shutdown starts, and when a connection ends.
-    changed: event_listener::Event,
+impl std::fmt::Debug for WsServer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("WsServer")
+            .field("config", &self.config)
+            .field("local_address", &self.local_address)
+            .finish_non_exhaustive()
+    }
 }
 
 impl WsServer {
@@ -123,7 +127,17 @@ impl WsServer {
             listener,
             config,
             local_address,
+            #[cfg(feature = "tls")]
+            tls: None,
         })
+    }
+
+    /// Serves WSS: TLS with `tls` under every connection.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn with_tls(mut self, tls: rustls::ServerConfig) -> Self {
+        self.tls = Some(compio_tls::TlsAcceptor::from(std::sync::Arc::new(tls)));
+        self
     }
 
     /// The address actually bound (port 0 resolved).
@@ -137,411 +151,92 @@ impl WsServer {
     where
         H: ConnectionHandler + 'static,
     {
-        let shared = Rc::new(Shared::default());
-        let accepting = pin!(self.accept_loop(&handler, &shared));
-        let _ = select(accepting, pin!(shutdown)).await;
-        shared.stopping.set(true);
-        shared.changed.notify(usize::MAX);
-        log::info!(
-            "websocket: stopped accepting; {} connection(s) open",
-            shared.open.get()
-        );
-        let drained = async {
-            while shared.open.get() > 0 {
-                let changed = shared.changed.listen();
-                if shared.open.get() == 0 {
-                    break;
-                }
-                changed.await;
-            }
+        let config = self.config;
+        #[cfg(feature = "tls")]
+        let tls = &self.tls;
+        #[cfg(not(feature = "tls"))]
+        let tls = &None::<NoTls>;
+        let serve = |stream, peer, shared| {
+            let tls = tls.clone();
+            serve_connection(stream, peer, tls, Rc::clone(&handler), config, shared)
         };
-        if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
-            log::warn!(
-                "websocket: {} connection(s) still open after the drain timeout",
-                shared.open.get()
-            );
-        }
+        let connections_max = config.connections_max;
+        accept_until(
+            "websocket",
+            &self.listener,
+            connections_max,
+            serve,
+            shutdown,
+        )
+        .await;
     }
-
-    async fn accept_loop<H>(&self, handler: &Rc<H>, shared: &Rc<Shared>)
-    where
-        H: ConnectionHandler + 'static,
-    {
-        loop {
-            let (stream, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    log::warn!("websocket: accept failed: {error}");
-                    compio::time::sleep(ACCEPT_RETRY_DELAY).await;
-                    continue;
-                }
-            };
-            if shared.open.get() >= self.config.connections_max {
-                log::warn!(
-                    "websocket: {peer} refused: {} connections open (max_connections)",
-                    shared.open.get()
-                );
-                continue;
-            }
-            shared.open.set(shared.open.get() + 1);
-            let task = serve_connection(
-                stream,
-                peer,
-                Rc::clone(handler),
-                self.config,
-                Rc::clone(shared),
-            );
-            compio::runtime::spawn(task).detach();
-        }
-    }
-}
-
-/// Why a connection ended, for the log line.
-#[derive(Debug)]
-enum Ended {
-    PeerClosed,
-    Stopping,
-    Evicted,
-    TimedOut(&'static str),
-    Bad(BadFrame, String),
-    Io(String),
 }
 
 /// Upgrades, then serves one connection until it ends.
 async fn serve_connection<H: ConnectionHandler>(
     stream: TcpStream,
     peer: SocketAddr,
+    tls: Option<Acceptor>,
     handler: Rc<H>,
     config: WsConfig,
     shared: Rc<Shared>,
 ) {
     let _ = stream.set_nodelay(true);
     let accepted = Instant::now();
-    let upgrade = compio_ws::accept_async_with_config(stream, config.websocket());
-    match compio::time::timeout(config.handshake_grace, upgrade).await {
-        Ok(Ok(socket)) => {
-            let connection = handler.open(peer);
-            let link = Link {
-                handler: &*handler,
-                connection: &connection,
-                config,
-                shared: &shared,
-            };
-            let ended = link.serve(socket, accepted).await;
-            match ended {
-                Ended::PeerClosed | Ended::Stopping => log::debug!("websocket: {peer} closed"),
-                Ended::Bad(kind, error) => {
-                    log::warn!("websocket: {peer} sent a bad frame ({kind:?}: {error}); closed");
-                }
-                Ended::Evicted => log::info!("websocket: {peer} evicted"),
-                Ended::TimedOut(what) => log::info!("websocket: {peer} closed: {what} timed out"),
-                Ended::Io(error) => log::info!("websocket: {peer} closed: {error}"),
+    let upgrade = async {
+        match tls {
+            #[cfg(feature = "tls")]
+            Some(acceptor) => {
+                let stream = acceptor.accept(stream).await?;
+                compio_ws::accept_async_with_config(stream, config.websocket()).await
             }
-            handler.close(connection);
+            _ => compio_ws::accept_async_with_config(stream, config.websocket()).await,
         }
-        Ok(Err(error)) => log::info!("websocket: {peer}: upgrade failed: {error}"),
-        Err(_elapsed) => log::info!("websocket: {peer}: upgrade timed out"),
-    }
-    shared.open.set(shared.open.get().saturating_sub(1));
-    shared.changed.notify(usize::MAX);
+    };
+    // Boxed: the TLS handshake and the upgrade together make a large future.
+    let socket = match compio::time::timeout(config.handshake_grace, Box::pin(upgrade)).await {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(error)) => return log::info!("websocket: {peer}: upgrade failed: {error}"),
+        Err(_elapsed) => return log::info!("websocket: {peer}: upgrade timed out"),
+    };
+    let (sink, messages) = socket.split();
+    let pieces = messages.map(piece);
+    let replies = sink
+        .sink_map_err(|error| error.to_string())
+        .with(|bytes: Vec<u8>| std::future::ready(Ok(Message::binary(bytes))));
+    let connection = handler.open(peer);
+    let link = Link {
+        handler: &*handler,
+        connection: &connection,
+        config: config.link(),
+        shared: &shared,
+    };
+    let ended = link.serve(pieces, pin!(replies), accepted).await;
+    log_end("websocket", peer, &ended);
+    handler.close(connection);
 }
 
-/// One connection's loop and what it serves with.
-struct Link<'l, H: ConnectionHandler> {
-    handler: &'l H,
-    connection: &'l H::Connection,
-    config: WsConfig,
-    shared: &'l Shared,
-}
+/// The TLS acceptor of a WSS listener.
+#[cfg(feature = "tls")]
+type Acceptor = compio_tls::TlsAcceptor;
+/// Without feature `tls` there is none.
+#[cfg(not(feature = "tls"))]
+type Acceptor = NoTls;
 
-/// What the connection loop waits for besides answers and evictions.
+/// Stands for the acceptor a build without TLS cannot have.
+#[cfg(not(feature = "tls"))]
 #[derive(Debug, Clone, Copy)]
-struct Watch {
-    /// A message may be read.
-    read: bool,
-    /// Shutdown has not been seen yet.
-    stop: bool,
-    /// Unauthenticated: the login must come by then.
-    grace_end: Option<Instant>,
-}
+enum NoTls {}
 
-/// What the connection loop acts on next.
-enum Event {
-    Message(Option<Result<Message, String>>),
-    Answered(Box<[u8; HEADER_SIZE]>, Answer),
-    Evicted(EvictionReason),
-    Stopping,
-    LoginTimedOut,
-}
-
-/// What the connection loop knows of its link between events.
-struct Progress {
-    authenticated: bool,
-    /// Since when the link is unauthenticated (its accept, or its last logout).
-    unauthenticated_since: Instant,
-    /// Messages are still read (the peer has not closed, the socket has not failed).
-    reading: bool,
-    /// Shutdown seen: nothing more is read, the requests in flight are answered.
-    stopping: bool,
-    /// The client id of the latest request, for an eviction that answers none.
-    client: u128,
-}
-
-impl Progress {
-    /// What to wait for with `pending` requests in flight. Before login a client waits for
-    /// each answer: read in lockstep, so the next frame is sized by what the answer made of
-    /// the connection.
-    fn watch(&self, pending: usize, in_flight_max: usize, grace: Duration) -> Watch {
-        let limit = if self.authenticated { in_flight_max } else { 1 };
-        Watch {
-            read: self.reading && !self.stopping && pending < limit,
-            stop: !self.stopping,
-            grace_end: (!self.authenticated).then(|| self.unauthenticated_since + grace),
-        }
-    }
-}
-
-impl<H: ConnectionHandler> Link<'_, H> {
-    /// Reads messages, handles their frames concurrently and writes each answer as it
-    /// completes, until the peer closes, a frame is bad, the server evicts the session or
-    /// shuts down (then the requests in flight are answered first).
-    async fn serve<S>(&self, socket: S, accepted: Instant) -> Ended
-    where
-        S: futures_util::Stream<Item = Result<Message, WsError>>
-            + Sink<Message, Error = WsError>
-            + Unpin,
-    {
-        let (mut sink, mut messages) = socket.split();
-        let mut pending = FuturesUnordered::new();
-        let mut evicted = pin!(self.handler.evicted(self.connection));
-        let mut progress = Progress {
-            authenticated: self.handler.authenticated(self.connection),
-            unauthenticated_since: accepted,
-            reading: true,
-            stopping: false,
-            client: 0,
-        };
-        let in_flight_max = self.config.in_flight_max.max(1);
-        loop {
-            let watch = progress.watch(pending.len(), in_flight_max, self.config.handshake_grace);
-            let event = self
-                .next_event(&mut messages, &mut pending, evicted.as_mut(), watch)
-                .await;
-            let timeout = self.config.write_timeout;
-            let result = match event {
-                Event::Message(message) => {
-                    match self.on_message(message, &mut progress, &mut sink).await {
-                        Ok(Some((header, bytes))) => {
-                            pending.push(self.answer(header, bytes));
-                            Ok(())
-                        }
-                        // The stream ended: done once the requests in flight are answered.
-                        Ok(None) if !progress.reading => idle_end(&pending, Ended::PeerClosed),
-                        Err(Ended::Io(error)) if pending.is_empty() => Err(Ended::Io(error)),
-                        // A failed read ends the link once the requests in flight are done.
-                        Ok(None) | Err(Ended::Io(_)) => Ok(()),
-                        Err(ended) => Err(ended),
-                    }
-                }
-                Event::Answered(header, answer) => {
-                    let written = self.on_answer(&header, answer, &mut progress, &mut sink);
-                    match written.await {
-                        Ok(()) if !progress.reading || progress.stopping => {
-                            idle_end(&pending, Ended::Stopping)
-                        }
-                        other => other,
-                    }
-                }
-                Event::Evicted(reason) => {
-                    let eviction = frame::eviction_of(progress.client, reason);
-                    send(&mut sink, eviction, timeout)
-                        .await
-                        .and(Err(Ended::Evicted))
-                }
-                Event::Stopping => {
-                    progress.stopping = true;
-                    idle_end(&pending, Ended::Stopping)
-                }
-                Event::LoginTimedOut => Err(Ended::TimedOut("the login")),
-            };
-            if let Err(ended) = result {
-                let _ = compio::time::timeout(timeout, sink.close()).await;
-                return ended;
-            }
-        }
-    }
-
-    /// A message arrived, or the stream ended (then `progress.reading` turns false): the
-    /// request frame to handle, if it was one; a bad message is evicted here.
-    async fn on_message<S>(
-        &self,
-        message: Option<Result<Message, String>>,
-        progress: &mut Progress,
-        sink: &mut S,
-    ) -> Result<Option<(Box<[u8; HEADER_SIZE]>, Bytes)>, Ended>
-    where
-        S: Sink<Message, Error = WsError> + Unpin,
-    {
-        let timeout = self.config.write_timeout;
-        match message {
-            Some(Ok(Message::Binary(bytes))) => match self.check(&bytes, progress.authenticated) {
-                Ok(header) => {
-                    progress.client = frame::client(&header);
-                    Ok(Some((header, bytes)))
-                }
-                Err((header, kind, error)) => {
-                    let eviction = frame::eviction(&header, kind.eviction_reason());
-                    send(sink, eviction, timeout).await?;
-                    Err(Ended::Bad(kind, error))
-                }
-            },
-            Some(Ok(Message::Text(_))) => {
-                let reason = BadFrame::Command.eviction_reason();
-                send(sink, frame::eviction_of(progress.client, reason), timeout).await?;
-                Err(Ended::Bad(BadFrame::Command, "a Text message".into()))
-            }
-            Some(Ok(Message::Close(_))) | None => {
-                progress.reading = false;
-                Ok(None)
-            }
-            // Ping and Pong (answered inside tungstenite) and raw frames carry no request.
-            Some(Ok(_)) => Ok(None),
-            Some(Err(error)) => {
-                progress.reading = false;
-                Err(Ended::Io(error))
-            }
-        }
-    }
-
-    /// Writes an answer; notes a login or a logout it made.
-    async fn on_answer<S>(
-        &self,
-        header: &[u8; HEADER_SIZE],
-        answer: Answer,
-        progress: &mut Progress,
-        sink: &mut S,
-    ) -> Result<(), Ended>
-    where
-        S: Sink<Message, Error = WsError> + Unpin,
-    {
-        let evicts = matches!(answer, Answer::Evict(_));
-        let dialect = self.handler.dialect(self.connection);
-        if let Some(frame) = frame::encode(header, answer, dialect) {
-            send(sink, frame.into_bytes(), self.config.write_timeout).await?;
-        }
-        let authenticated = self.handler.authenticated(self.connection);
-        if progress.authenticated && !authenticated {
-            // A logout: the grace starts again for the next login.
-            progress.unauthenticated_since = Instant::now();
-        }
-        progress.authenticated = authenticated;
-        if evicts { Err(Ended::Evicted) } else { Ok(()) }
-    }
-
-    /// Waits for the next message (only when `read`), answer, eviction, shutdown or the end
-    /// of the login grace. The losers of the race lose nothing: a stream's `next` and a
-    /// `FuturesUnordered`'s `next` are cancel-safe, and `evicted` is polled again next time.
-    async fn next_event<M, F>(
-        &self,
-        messages: &mut M,
-        pending: &mut FuturesUnordered<F>,
-        evicted: std::pin::Pin<&mut impl Future<Output = EvictionReason>>,
-        watch: Watch,
-    ) -> Event
-    where
-        M: futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
-        F: Future<Output = (Box<[u8; HEADER_SIZE]>, Answer)>,
-    {
-        let message = async {
-            if watch.read {
-                let next = messages.next().await;
-                Event::Message(next.map(|item| item.map_err(|error| error.to_string())))
-            } else {
-                std::future::pending().await
-            }
-        };
-        let answered = async {
-            match pending.next().await {
-                Some((header, answer)) => Event::Answered(header, answer),
-                None => std::future::pending().await,
-            }
-        };
-        let stopping = async {
-            if !watch.stop {
-                return std::future::pending().await;
-            }
-            loop {
-                let listener = self.shared.changed.listen();
-                if self.shared.stopping.get() {
-                    return Event::Stopping;
-                }
-                listener.await;
-            }
-        };
-        let login = async {
-            match watch.grace_end {
-                Some(end) => {
-                    let left = end.saturating_duration_since(Instant::now());
-                    compio::time::sleep(left).await;
-                    Event::LoginTimedOut
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let evicted = async { Event::Evicted(evicted.await) };
-        let work = first(message, answered);
-        first(first(evicted, work), first(stopping, login)).await
-    }
-
-    /// The frame's header when the message is one valid request frame.
-    fn check(&self, bytes: &[u8], authenticated: bool) -> Result<Box<[u8; HEADER_SIZE]>, Refused> {
-        let size_max = if authenticated {
-            self.config.frame_size_max
-        } else {
-            self.config
-                .unauthenticated_frame_size_max
-                .min(self.config.frame_size_max)
-        };
-        frame::check_whole(bytes, size_max)
-    }
-
-    /// Handles one frame; the header comes back with the answer for the reply to echo.
-    async fn answer(
-        &self,
-        header: Box<[u8; HEADER_SIZE]>,
-        bytes: Bytes,
-    ) -> (Box<[u8; HEADER_SIZE]>, Answer) {
-        let body = bytes.get(HEADER_SIZE..).unwrap_or_default();
-        let answer = self.handler.handle(self.connection, &header, body).await;
-        (header, answer)
-    }
-}
-
-/// The first of two events.
-async fn first(a: impl Future<Output = Event>, b: impl Future<Output = Event>) -> Event {
-    match select(pin!(a), pin!(b)).await {
-        Either::Left((event, _)) | Either::Right((event, _)) => event,
-    }
-}
-
-/// Reading ended with `ended`: the connection ends now when nothing is pending; otherwise
-/// the pending requests are answered first (the loop ends after the last answer).
-fn idle_end<F>(pending: &FuturesUnordered<F>, ended: Ended) -> Result<(), Ended> {
-    if pending.is_empty() {
-        Err(ended)
-    } else {
-        Ok(())
-    }
-}
-
-/// Sends one Binary message within `timeout`.
-async fn send<S>(sink: &mut S, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended>
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    match compio::time::timeout(timeout, sink.send(Message::binary(bytes))).await {
-        Ok(result) => result.map_err(|error| Ended::Io(error.to_string())),
-        Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+/// What a WebSocket message is to the link.
+fn piece(message: Result<Message, WsError>) -> Piece {
+    match message {
+        Ok(Message::Binary(bytes)) => Piece::Frame(bytes),
+        Ok(Message::Text(_)) => Piece::NotAFrame("a Text message"),
+        Ok(Message::Close(_)) => Piece::Closed,
+        // Ping and Pong are answered inside tungstenite; raw frames are never read.
+        Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => Piece::Nothing,
+        Err(error) => Piece::Failed(error.to_string()),
     }
 }
 

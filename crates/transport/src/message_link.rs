@@ -1,0 +1,467 @@
+//! One connection of a message-framed or stream transport that is served where it was
+//! accepted (WebSocket, TCP wrapped in TLS): whole frames in as [`Piece`]s, each answer out
+//! as one frame through a sink; requests handled concurrently and answered as they complete
+//! (PROTOCOL.md §1.11, §1.13); before login, lockstep reads, the unauthenticated frame limit
+//! and the handshake grace; a bad frame or a message that is not one gets an eviction and ends
+//! that connection only. Also the accept loop and drain such listeners share.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use compio::net::{TcpListener, TcpStream};
+use futures_util::future::{Either, select};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::{Sink, SinkExt, Stream};
+use proto::header::{EvictionReason, HEADER_SIZE};
+
+use crate::frame::{self, Answer, Refused};
+use crate::{BadFrame, ConnectionHandler};
+
+/// How long shutdown waits for requests already being handled.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// The limits one link obeys (`[message_bus]`, and the listener's section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LinkConfig {
+    /// Largest frame, header included.
+    pub(crate) frame_size_max: u32,
+    /// Largest frame before the connection is authenticated.
+    pub(crate) unauthenticated_frame_size_max: u32,
+    /// Requests of one connection being handled at once; at the limit the connection is not
+    /// read until an answer is written.
+    pub(crate) in_flight_max: usize,
+    /// How long the transport's handshake and the login together may take.
+    pub(crate) handshake_grace: Duration,
+    /// How long an answer may wait for the client to take it.
+    pub(crate) write_timeout: Duration,
+}
+
+impl LinkConfig {
+    /// The largest frame a link may send now.
+    pub(crate) fn size_max(&self, authenticated: bool) -> u32 {
+        if authenticated {
+            self.frame_size_max
+        } else {
+            self.unauthenticated_frame_size_max.min(self.frame_size_max)
+        }
+    }
+}
+
+/// What the transport read: a whole frame, or why there is none.
+#[derive(Debug)]
+pub(crate) enum Piece {
+    /// One message (header and body) to check as one request frame.
+    Frame(Bytes),
+    /// A frame refused before its body was read (a size over the limit).
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    Refused(Refused),
+    /// A message that cannot be a frame (WebSocket Text).
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    NotAFrame(&'static str),
+    /// Nothing for the server (WebSocket Ping and Pong, answered underneath).
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    Nothing,
+    /// The peer closed.
+    Closed,
+    /// Reading failed.
+    Failed(String),
+}
+
+/// The open connections of a listener and its shutdown, shared by its connection tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    open: Cell<usize>,
+    stopping: Cell<bool>,
+    /// Notified when shutdown starts, and when a connection ends.
+    changed: event_listener::Event,
+}
+
+/// Accepts on `listener` until `shutdown` completes, running `serve` as a task per connection
+/// (at most `connections_max` at once), then waits for the connections to end (up to ten
+/// seconds). `name` is for the log lines.
+pub(crate) async fn accept_until<S, F>(
+    name: &'static str,
+    listener: &TcpListener,
+    connections_max: usize,
+    serve: S,
+    shutdown: impl Future<Output = ()>,
+) where
+    S: Fn(TcpStream, SocketAddr, Rc<Shared>) -> F,
+    F: Future<Output = ()> + 'static,
+{
+    let shared = Rc::new(Shared::default());
+    let accepting = async {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    log::warn!("{name}: accept failed: {error}");
+                    compio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                    continue;
+                }
+            };
+            if shared.open.get() >= connections_max {
+                log::warn!(
+                    "{name}: {peer} refused: {} connections open (max_connections)",
+                    shared.open.get()
+                );
+                continue;
+            }
+            shared.open.set(shared.open.get() + 1);
+            let task = serve(stream, peer, Rc::clone(&shared));
+            let shared = Rc::clone(&shared);
+            compio::runtime::spawn(async move {
+                task.await;
+                shared.open.set(shared.open.get().saturating_sub(1));
+                shared.changed.notify(usize::MAX);
+            })
+            .detach();
+        }
+    };
+    let _ = select(pin!(accepting), pin!(shutdown)).await;
+    shared.stopping.set(true);
+    shared.changed.notify(usize::MAX);
+    log::info!(
+        "{name}: stopped accepting; {} connection(s) open",
+        shared.open.get()
+    );
+    let drained = async {
+        while shared.open.get() > 0 {
+            let changed = shared.changed.listen();
+            if shared.open.get() == 0 {
+                break;
+            }
+            changed.await;
+        }
+    };
+    if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
+        log::warn!(
+            "{name}: {} connection(s) still open after the drain timeout",
+            shared.open.get()
+        );
+    }
+}
+
+/// The log line of a link's end.
+pub(crate) fn log_end(name: &str, peer: SocketAddr, ended: &Ended) {
+    match ended {
+        Ended::PeerClosed | Ended::Stopping => log::debug!("{name}: {peer} closed"),
+        Ended::Bad(kind, error) => {
+            log::warn!("{name}: {peer} sent a bad frame ({kind:?}: {error}); closed");
+        }
+        Ended::Evicted => log::info!("{name}: {peer} evicted"),
+        Ended::TimedOut(what) => log::info!("{name}: {peer} closed: {what} timed out"),
+        Ended::Io(error) => log::info!("{name}: {peer} closed: {error}"),
+    }
+}
+
+/// Why a connection ended, for the log line.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    PeerClosed,
+    Stopping,
+    Evicted,
+    TimedOut(&'static str),
+    Bad(BadFrame, String),
+    Io(String),
+}
+
+/// One connection's loop and what it serves with.
+pub(crate) struct Link<'l, H: ConnectionHandler> {
+    pub(crate) handler: &'l H,
+    pub(crate) connection: &'l H::Connection,
+    pub(crate) config: LinkConfig,
+    pub(crate) shared: &'l Shared,
+}
+
+/// What the connection loop waits for besides answers and evictions.
+#[derive(Debug, Clone, Copy)]
+struct Watch {
+    /// A message may be read.
+    read: bool,
+    /// Shutdown has not been seen yet.
+    stop: bool,
+    /// Unauthenticated: the login must come by then.
+    grace_end: Option<Instant>,
+}
+
+/// What the connection loop acts on next.
+enum Event {
+    Message(Option<Piece>),
+    Answered(Box<[u8; HEADER_SIZE]>, Answer),
+    Evicted(EvictionReason),
+    Stopping,
+    LoginTimedOut,
+}
+
+/// What the connection loop knows of its link between events.
+struct Progress {
+    authenticated: bool,
+    /// Since when the link is unauthenticated (its accept, or its last logout).
+    unauthenticated_since: Instant,
+    /// Messages are still read (the peer has not closed, the socket has not failed).
+    reading: bool,
+    /// Shutdown seen: nothing more is read, the requests in flight are answered.
+    stopping: bool,
+    /// The client id of the latest request, for an eviction that answers none.
+    client: u128,
+}
+
+impl Progress {
+    /// What to wait for with `pending` requests in flight. Before login a client waits for
+    /// each answer: read in lockstep, so the next frame is sized by what the answer made of
+    /// the connection.
+    fn watch(&self, pending: usize, in_flight_max: usize, grace: Duration) -> Watch {
+        let limit = if self.authenticated { in_flight_max } else { 1 };
+        Watch {
+            read: self.reading && !self.stopping && pending < limit,
+            stop: !self.stopping,
+            grace_end: (!self.authenticated).then(|| self.unauthenticated_since + grace),
+        }
+    }
+}
+
+impl<H: ConnectionHandler> Link<'_, H> {
+    /// Reads messages, handles their frames concurrently and writes each answer as it
+    /// completes, until the peer closes, a frame is bad, the server evicts the session or
+    /// shuts down (then the requests in flight are answered first).
+    pub(crate) async fn serve<P, R>(&self, mut messages: P, mut sink: R, accepted: Instant) -> Ended
+    where
+        P: Stream<Item = Piece> + Unpin,
+        R: Sink<Vec<u8>, Error = String> + Unpin,
+    {
+        let mut pending = FuturesUnordered::new();
+        let mut evicted = pin!(self.handler.evicted(self.connection));
+        let mut progress = Progress {
+            authenticated: self.handler.authenticated(self.connection),
+            unauthenticated_since: accepted,
+            reading: true,
+            stopping: false,
+            client: 0,
+        };
+        let in_flight_max = self.config.in_flight_max.max(1);
+        loop {
+            let watch = progress.watch(pending.len(), in_flight_max, self.config.handshake_grace);
+            let event = self
+                .next_event(&mut messages, &mut pending, evicted.as_mut(), watch)
+                .await;
+            let timeout = self.config.write_timeout;
+            let result = match event {
+                Event::Message(message) => {
+                    match self.on_message(message, &mut progress, &mut sink).await {
+                        Ok(Some((header, bytes))) => {
+                            pending.push(self.answer(header, bytes));
+                            Ok(())
+                        }
+                        // The stream ended: done once the requests in flight are answered.
+                        Ok(None) if !progress.reading => idle_end(&pending, Ended::PeerClosed),
+                        Err(Ended::Io(error)) if pending.is_empty() => Err(Ended::Io(error)),
+                        // A failed read ends the link once the requests in flight are done.
+                        Ok(None) | Err(Ended::Io(_)) => Ok(()),
+                        Err(ended) => Err(ended),
+                    }
+                }
+                Event::Answered(header, answer) => {
+                    let written = self.on_answer(&header, answer, &mut progress, &mut sink);
+                    match written.await {
+                        Ok(()) if !progress.reading || progress.stopping => {
+                            idle_end(&pending, Ended::Stopping)
+                        }
+                        other => other,
+                    }
+                }
+                Event::Evicted(reason) => {
+                    let eviction = frame::eviction_of(progress.client, reason);
+                    send(&mut sink, eviction, timeout)
+                        .await
+                        .and(Err(Ended::Evicted))
+                }
+                Event::Stopping => {
+                    progress.stopping = true;
+                    idle_end(&pending, Ended::Stopping)
+                }
+                Event::LoginTimedOut => Err(Ended::TimedOut("the login")),
+            };
+            if let Err(ended) = result {
+                let _ = compio::time::timeout(timeout, sink.close()).await;
+                return ended;
+            }
+        }
+    }
+
+    /// A message arrived, or the stream ended (then `progress.reading` turns false): the
+    /// request frame to handle, if it was one; a bad message is evicted here.
+    async fn on_message<S>(
+        &self,
+        message: Option<Piece>,
+        progress: &mut Progress,
+        sink: &mut S,
+    ) -> Result<Option<(Box<[u8; HEADER_SIZE]>, Bytes)>, Ended>
+    where
+        S: Sink<Vec<u8>, Error = String> + Unpin,
+    {
+        let timeout = self.config.write_timeout;
+        let refused = match message {
+            Some(Piece::Frame(bytes)) => match self.check(&bytes, progress.authenticated) {
+                Ok(header) => {
+                    progress.client = frame::client(&header);
+                    return Ok(Some((header, bytes)));
+                }
+                Err(refused) => refused,
+            },
+            Some(Piece::Refused(refused)) => refused,
+            Some(Piece::NotAFrame(what)) => {
+                let reason = BadFrame::Command.eviction_reason();
+                send(sink, frame::eviction_of(progress.client, reason), timeout).await?;
+                return Err(Ended::Bad(BadFrame::Command, what.into()));
+            }
+            Some(Piece::Nothing) => return Ok(None),
+            Some(Piece::Closed) | None => {
+                progress.reading = false;
+                return Ok(None);
+            }
+            Some(Piece::Failed(error)) => {
+                progress.reading = false;
+                return Err(Ended::Io(error));
+            }
+        };
+        let (header, kind, error) = refused;
+        send(
+            sink,
+            frame::eviction(&header, kind.eviction_reason()),
+            timeout,
+        )
+        .await?;
+        Err(Ended::Bad(kind, error))
+    }
+
+    /// Writes an answer; notes a login or a logout it made.
+    async fn on_answer<S>(
+        &self,
+        header: &[u8; HEADER_SIZE],
+        answer: Answer,
+        progress: &mut Progress,
+        sink: &mut S,
+    ) -> Result<(), Ended>
+    where
+        S: Sink<Vec<u8>, Error = String> + Unpin,
+    {
+        let evicts = matches!(answer, Answer::Evict(_));
+        let dialect = self.handler.dialect(self.connection);
+        if let Some(frame) = frame::encode(header, answer, dialect) {
+            send(sink, frame.into_bytes(), self.config.write_timeout).await?;
+        }
+        let authenticated = self.handler.authenticated(self.connection);
+        if progress.authenticated && !authenticated {
+            // A logout: the grace starts again for the next login.
+            progress.unauthenticated_since = Instant::now();
+        }
+        progress.authenticated = authenticated;
+        if evicts { Err(Ended::Evicted) } else { Ok(()) }
+    }
+
+    /// Waits for the next message (only when `read`), answer, eviction, shutdown or the end
+    /// of the login grace. The losers of the race lose nothing: a stream's `next` and a
+    /// `FuturesUnordered`'s `next` are cancel-safe, and `evicted` is polled again next time.
+    async fn next_event<M, F>(
+        &self,
+        messages: &mut M,
+        pending: &mut FuturesUnordered<F>,
+        evicted: std::pin::Pin<&mut impl Future<Output = EvictionReason>>,
+        watch: Watch,
+    ) -> Event
+    where
+        M: Stream<Item = Piece> + Unpin,
+        F: Future<Output = (Box<[u8; HEADER_SIZE]>, Answer)>,
+    {
+        let message = async {
+            if watch.read {
+                Event::Message(messages.next().await)
+            } else {
+                std::future::pending().await
+            }
+        };
+        let answered = async {
+            match pending.next().await {
+                Some((header, answer)) => Event::Answered(header, answer),
+                None => std::future::pending().await,
+            }
+        };
+        let stopping = async {
+            if !watch.stop {
+                return std::future::pending().await;
+            }
+            loop {
+                let listener = self.shared.changed.listen();
+                if self.shared.stopping.get() {
+                    return Event::Stopping;
+                }
+                listener.await;
+            }
+        };
+        let login = async {
+            match watch.grace_end {
+                Some(end) => {
+                    let left = end.saturating_duration_since(Instant::now());
+                    compio::time::sleep(left).await;
+                    Event::LoginTimedOut
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let evicted = async { Event::Evicted(evicted.await) };
+        let work = first(message, answered);
+        first(first(evicted, work), first(stopping, login)).await
+    }
+
+    /// The frame's header when the message is one valid request frame.
+    fn check(&self, bytes: &[u8], authenticated: bool) -> Result<Box<[u8; HEADER_SIZE]>, Refused> {
+        frame::check_whole(bytes, self.config.size_max(authenticated))
+    }
+
+    /// Handles one frame; the header comes back with the answer for the reply to echo.
+    async fn answer(
+        &self,
+        header: Box<[u8; HEADER_SIZE]>,
+        bytes: Bytes,
+    ) -> (Box<[u8; HEADER_SIZE]>, Answer) {
+        let body = bytes.get(HEADER_SIZE..).unwrap_or_default();
+        let answer = self.handler.handle(self.connection, &header, body).await;
+        (header, answer)
+    }
+}
+
+/// The first of two events.
+async fn first(a: impl Future<Output = Event>, b: impl Future<Output = Event>) -> Event {
+    match select(pin!(a), pin!(b)).await {
+        Either::Left((event, _)) | Either::Right((event, _)) => event,
+    }
+}
+
+/// Reading ended with `ended`: the connection ends now when nothing is pending; otherwise
+/// the pending requests are answered first (the loop ends after the last answer).
+fn idle_end<F>(pending: &FuturesUnordered<F>, ended: Ended) -> Result<(), Ended> {
+    if pending.is_empty() {
+        Err(ended)
+    } else {
+        Ok(())
+    }
+}
+
+/// Sends one frame within `timeout`.
+async fn send<S>(sink: &mut S, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended>
+where
+    S: Sink<Vec<u8>, Error = String> + Unpin,
+{
+    match compio::time::timeout(timeout, sink.send(bytes)).await {
+        Ok(result) => result.map_err(Ended::Io),
+        Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+    }
+}
