@@ -3,7 +3,8 @@
 //! `target/dist/iggy-<version>-<variant>-<host triple>.tar.gz`, with a `SHA256SUMS` beside
 //! them; `cargo xtask check-features` builds bin/iggy with each feature alone (a transport
 //! alone; any other feature with `minimal`, since the server needs a transport: `tls` alone
-//! would be TCP with TLS and nothing else to check), `minimal` and `full`. Both shell out to `strip`, `tar` and `sha256sum` (binutils and coreutils).
+//! would be TCP with TLS and nothing else to check), `minimal` and `full`. Both shell out to
+//! `strip`, `tar` and `sha256sum` (binutils and coreutils).
 
 use std::path::{Path, PathBuf};
 

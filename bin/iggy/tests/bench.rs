@@ -129,3 +129,57 @@ fn idle_connections_are_held_through_the_run_and_measured() {
     );
     assert_eq!(bench::run(&again).unwrap().server.idle_connections, 1);
 }
+
+/// A free loopback address (TCP; the same port number is taken for QUIC's UDP).
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// `--transport`: the producer and the consumer over WebSocket and QUIC, then over TCP with
+/// TLS and WSS (a server whose TCP listener speaks TLS), each reading back what it sent.
+#[test]
+fn scenarios_run_over_every_transport() {
+    let (websocket, quic) = (free_address(), free_address());
+    let data = tempfile::tempdir().unwrap();
+    let output = tempfile::tempdir().unwrap();
+    let plain = start(
+        data.path(),
+        &[
+            ("IGGY_WEBSOCKET_ADDRESS", websocket.as_str()),
+            ("IGGY_QUIC_ADDRESS", quic.as_str()),
+        ],
+    );
+    let tls_websocket = free_address();
+    let tls_data = tempfile::tempdir().unwrap();
+    let tls = start(
+        tls_data.path(),
+        &[
+            ("IGGY_TCP_TLS_ENABLED", "true"),
+            ("IGGY_WEBSOCKET_ADDRESS", tls_websocket.as_str()),
+            ("IGGY_WEBSOCKET_TLS_ENABLED", "true"),
+        ],
+    );
+    let tls_tcp = tls.address.to_string();
+    for (transport, address) in [
+        ("ws", websocket.as_str()),
+        ("quic", quic.as_str()),
+        ("tcp-tls", tls_tcp.as_str()),
+        ("wss", tls_websocket.as_str()),
+    ] {
+        let server = if transport == "ws" || transport == "quic" {
+            &plain
+        } else {
+            &tls
+        };
+        for scenario in ["pinned-producer", "pinned-consumer"] {
+            let extra = ["--transport", transport, "--address", address];
+            let run = options(scenario, server, output.path(), &extra);
+            let outcome = bench::run(&run).unwrap_or_else(|error| {
+                panic!("{scenario} over {transport}: {error}");
+            });
+            let (_, total) = &outcome.report.aggregates[0];
+            assert_eq!(total.messages, 20 * 100, "{scenario} over {transport}");
+        }
+    }
+}

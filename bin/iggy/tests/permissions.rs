@@ -303,6 +303,7 @@ fn allowed(grants: Grants, permissions: &Permissions, stream_id: u32, topic_id: 
 fn connect(server: &Server, username: &str, password: &str, client_id: u128) -> Client {
     let login = Login {
         address: server.address,
+        transport: bench::link::Transport::Tcp,
         username,
         password,
     };

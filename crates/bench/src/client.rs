@@ -11,9 +11,10 @@
 //! number instead, §12.1). A send frame is encoded once and only its request number and
 //! partition context are patched per send, so the client adds no copy to the data path.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io;
+use std::net::SocketAddr;
 
+use crate::link::{Link, Transport};
 use proto::Dialect;
 use proto::codec::{Codec, WireName, Writer, decode_exact, encode_to_vec};
 use proto::codes::CommandCode;
@@ -96,7 +97,7 @@ impl Durability {
 // `client_id` is the protocol's name for the header field.
 #[allow(clippy::struct_field_names)]
 pub struct Client {
-    stream: TcpStream,
+    link: Link,
     dialect: Dialect,
     client_id: u128,
     session: u64,
@@ -114,6 +115,8 @@ pub struct SendFrame {
 #[derive(Debug, Clone)]
 pub struct Login<'a> {
     pub address: SocketAddr,
+    /// The transport `address` serves.
+    pub transport: Transport,
     pub username: &'a str,
     pub password: &'a str,
 }
@@ -141,7 +144,13 @@ impl Client {
             username: login.username,
             password: login.password,
         };
-        Self::open(login.address, credentials, dialect, client_id)
+        Self::open(
+            login.transport,
+            login.address,
+            credentials,
+            dialect,
+            client_id,
+        )
     }
 
     /// Connects in `dialect` and logs in with a personal access token.
@@ -151,21 +160,22 @@ impl Client {
         dialect: Dialect,
         client_id: u128,
     ) -> Result<Self, ClientError> {
-        Self::open(address, Credentials::Token(token), dialect, client_id)
+        let token = Credentials::Token(token);
+        Self::open(Transport::Tcp, address, token, dialect, client_id)
     }
 
     fn open(
+        transport: Transport,
         address: SocketAddr,
         credentials: Credentials<'_>,
         dialect: Dialect,
         client_id: u128,
     ) -> Result<Self, ClientError> {
         assert_ne!(client_id, 0, "the protocol forbids client id 0");
-        let stream = TcpStream::connect(address)
+        let link = Link::connect(transport, address)
             .map_err(|source| ClientError::Connect { address, source })?;
-        stream.set_nodelay(true)?;
         let mut client = Self {
-            stream,
+            link,
             dialect,
             client_id,
             session: 0,
@@ -440,9 +450,8 @@ impl Client {
         header.request = U64::new(self.request);
         header.partition_incarnation = U64::new(incarnation);
         let (head, body) = frame.bytes.split_at(HEADER_SIZE);
-        let (stream, request) = (&mut self.stream, self.request);
-        write_frame(stream, head, body)?;
-        self.read_reply(CommandCode::SendMessages, request)
+        self.link.write_frame(head, body)?;
+        self.read_reply(CommandCode::SendMessages, self.request)
     }
 
     /// Polls up to `selector.count` messages; returns how many came back.
@@ -541,17 +550,19 @@ impl Client {
         body: &[u8],
         request: u64,
     ) -> Result<(), ClientError> {
-        write_frame(&mut self.stream, header, body)?;
+        self.link.write_frame(header, body)?;
         self.read_reply(code, request)
     }
 
     /// Reads one frame; an eviction or a non-zero status is an error.
     fn read_reply(&mut self, code: CommandCode, request: u64) -> Result<(), ClientError> {
         let mut head = [0u8; HEADER_SIZE];
-        self.stream.read_exact(&mut head)?;
+        let size_of = |head: &[u8; HEADER_SIZE]| {
+            let prefix = frame_prefix(head, FRAME_SIZE_MAX_DEFAULT).map_err(io::Error::other)?;
+            Ok(prefix.body_length())
+        };
+        self.link.read_frame(&mut head, &mut self.body, size_of)?;
         let prefix = frame_prefix(&head, FRAME_SIZE_MAX_DEFAULT)?;
-        self.body.resize(prefix.body_length(), 0);
-        self.stream.read_exact(&mut self.body)?;
         if prefix.command == Command::Eviction {
             let eviction = EvictionHeader::parse(&head)?;
             return Err(ClientError::Evicted {
@@ -589,20 +600,6 @@ impl SendFrame {
             .expect("a send frame starts with the 256-byte header it was built with");
         header
     }
-}
-
-/// Writes header and body with one system call when the kernel takes both at once.
-fn write_frame(stream: &mut TcpStream, head: &[u8], body: &[u8]) -> io::Result<()> {
-    let mut slices = [io::IoSlice::new(head), io::IoSlice::new(body)];
-    let mut slices = &mut slices[..];
-    while !slices.is_empty() {
-        let written = stream.write_vectored(slices)?;
-        if written == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        io::IoSlice::advance_slices(&mut slices, written);
-    }
-    Ok(())
 }
 
 fn wire_name(name: &str) -> Result<WireName, ClientError> {

@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod chart;
 pub mod client;
 pub mod idle;
+pub mod link;
 pub mod metrics;
 pub mod options;
 pub mod report;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use proto::Dialect;
 
 use crate::client::{Client, ClientError, Durability, Login};
+use crate::link::Transport;
 
 pub const USAGE: &str = "\
 usage: iggy bench <scenario> [options]
@@ -34,6 +35,8 @@ options:
   --dialect D              auto | 0.12.2 | 0.11.0: the protocol dialect; auto tries 0.12.2 and
                            falls back to 0.11.0 (what Apache Iggy 0.9.0-edge servers speak)
   --address HOST:PORT      server address (default 127.0.0.1:8090)
+  --transport NAME         tcp (default), tcp-tls, ws, wss or quic; --address names that
+                           transport's listener (TLS accepts any certificate)
   --username NAME          (default iggy)
   --password SECRET        (default iggy)
   --output DIR             where the JSON and SVG charts go (default bench-output)
@@ -116,6 +119,8 @@ pub struct Options {
     /// The protocol dialect; `None` = negotiate (0.12.2, else 0.11.0).
     pub dialect: Option<Dialect>,
     pub address: SocketAddr,
+    /// The transport `address` serves.
+    pub transport: Transport,
     pub username: String,
     pub password: String,
     pub output: PathBuf,
@@ -198,6 +203,7 @@ impl Options {
             idle_connections: 0,
             dialect: None,
             address: SocketAddr::from(([127, 0, 0, 1], 8090)),
+            transport: Transport::Tcp,
             username: "iggy".into(),
             password: "iggy".into(),
             output: PathBuf::from("bench-output"),
@@ -210,6 +216,7 @@ impl Options {
     pub fn login(&self) -> Login<'_> {
         Login {
             address: self.address,
+            transport: self.transport,
             username: &self.username,
             password: &self.password,
         }
@@ -293,6 +300,7 @@ impl Raw {
                 };
             }
             "--address" => options.address = value.parse().map_err(|_error| invalid())?,
+            "--transport" => options.transport = Transport::parse(value).ok_or_else(invalid)?,
             "--username" => value.clone_into(&mut options.username),
             "--password" => value.clone_into(&mut options.password),
             "--output" => options.output = PathBuf::from(value),
@@ -374,6 +382,17 @@ mod tests {
                 "{arguments:?}"
             );
         }
+    }
+
+    #[test]
+    fn transports() {
+        let options = parse(&["pinned-producer", "--transport", "quic"]).unwrap();
+        assert_eq!(options.transport, crate::link::Transport::Quic);
+        for name in ["tcp", "tcp-tls", "ws", "wss", "quic"] {
+            let transport = crate::link::Transport::parse(name).unwrap();
+            assert_eq!(transport.name(), name);
+        }
+        assert!(parse(&["pinned-producer", "--transport", "carrier-pigeon"]).is_err());
     }
 
     #[test]
