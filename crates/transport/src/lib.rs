@@ -16,6 +16,8 @@ mod message_link;
 pub mod quic;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+#[cfg(all(test, any(feature = "ws", feature = "tls")))]
+mod test_handler;
 #[cfg(feature = "tls")]
 pub mod tls;
 #[cfg(feature = "tls")]

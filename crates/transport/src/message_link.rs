@@ -83,6 +83,64 @@ pub(crate) struct Shared {
     changed: event_listener::Event,
 }
 
+impl Shared {
+    /// Counts a new connection unless `connections_max` are open (then says why, with
+    /// `name` and `peer`, and counts nothing).
+    pub(crate) fn open(&self, name: &str, peer: SocketAddr, connections_max: usize) -> bool {
+        if self.open.get() >= connections_max {
+            log::warn!(
+                "{name}: {peer} refused: {} connections open (max_connections)",
+                self.open.get()
+            );
+            return false;
+        }
+        self.open.set(self.open.get() + 1);
+        true
+    }
+
+    /// A connection counted by [`Self::open`] ended.
+    pub(crate) fn closed(&self) {
+        self.open.set(self.open.get().saturating_sub(1));
+        self.changed.notify(usize::MAX);
+    }
+
+    /// Completes once shutdown has started.
+    pub(crate) async fn stopping(&self) {
+        loop {
+            let listener = self.changed.listen();
+            if self.stopping.get() {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Starts shutdown, then waits for the open connections to end (up to ten seconds).
+    pub(crate) async fn stop_and_drain(&self, name: &str) {
+        self.stopping.set(true);
+        self.changed.notify(usize::MAX);
+        log::info!(
+            "{name}: stopped accepting; {} connection(s) open",
+            self.open.get()
+        );
+        let drained = async {
+            while self.open.get() > 0 {
+                let changed = self.changed.listen();
+                if self.open.get() == 0 {
+                    break;
+                }
+                changed.await;
+            }
+        };
+        if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
+            log::warn!(
+                "{name}: {} connection(s) still open after the drain timeout",
+                self.open.get()
+            );
+        }
+    }
+}
+
 /// Accepts on `listener` until `shutdown` completes, running `serve` as a task per connection
 /// (at most `connections_max` at once), then waits for the connections to end (up to ten
 /// seconds). `name` is for the log lines.
@@ -107,46 +165,20 @@ pub(crate) async fn accept_until<S, F>(
                     continue;
                 }
             };
-            if shared.open.get() >= connections_max {
-                log::warn!(
-                    "{name}: {peer} refused: {} connections open (max_connections)",
-                    shared.open.get()
-                );
+            if !shared.open(name, peer, connections_max) {
                 continue;
             }
-            shared.open.set(shared.open.get() + 1);
             let task = serve(stream, peer, Rc::clone(&shared));
             let shared = Rc::clone(&shared);
             compio::runtime::spawn(async move {
                 task.await;
-                shared.open.set(shared.open.get().saturating_sub(1));
-                shared.changed.notify(usize::MAX);
+                shared.closed();
             })
             .detach();
         }
     };
     let _ = select(pin!(accepting), pin!(shutdown)).await;
-    shared.stopping.set(true);
-    shared.changed.notify(usize::MAX);
-    log::info!(
-        "{name}: stopped accepting; {} connection(s) open",
-        shared.open.get()
-    );
-    let drained = async {
-        while shared.open.get() > 0 {
-            let changed = shared.changed.listen();
-            if shared.open.get() == 0 {
-                break;
-            }
-            changed.await;
-        }
-    };
-    if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
-        log::warn!(
-            "{name}: {} connection(s) still open after the drain timeout",
-            shared.open.get()
-        );
-    }
+    shared.stop_and_drain(name).await;
 }
 
 /// The log line of a link's end.
@@ -398,13 +430,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
             if !watch.stop {
                 return std::future::pending().await;
             }
-            loop {
-                let listener = self.shared.changed.listen();
-                if self.shared.stopping.get() {
-                    return Event::Stopping;
-                }
-                listener.await;
-            }
+            self.shared.stopping().await;
+            Event::Stopping
         };
         let login = async {
             match watch.grace_end {

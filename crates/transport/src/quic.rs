@@ -16,7 +16,6 @@
 //! The listener serves its connections on the shard it runs on; the shard core forwards
 //! partition work to the owning shard.
 
-use std::cell::Cell;
 use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
@@ -36,10 +35,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use proto::header::{EvictionReason, HEADER_SIZE};
 
 use crate::frame::{self, Answer};
+use crate::message_link::Shared;
 use crate::{BadFrame, ConnectionHandler};
 
-/// How long shutdown waits for requests already being handled.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// The application close code of a connection the server ends without an eviction reason.
 const CLOSE_NORMAL: u32 = 0;
 
@@ -97,15 +95,6 @@ pub struct QuicServer {
     local_address: SocketAddr,
 }
 
-/// What the listener's connection tasks share.
-#[derive(Debug, Default)]
-struct Shared {
-    open: Cell<usize>,
-    stopping: Cell<bool>,
-    /// Notified when shutdown starts, and when a connection ends.
-    changed: event_listener::Event,
-}
-
 impl QuicServer {
     /// Binds `config.address` (UDP) with the certificate in `tls`.
     pub async fn bind(config: QuicConfig, tls: rustls::ServerConfig) -> Result<Self, ListenError> {
@@ -141,27 +130,7 @@ impl QuicServer {
         let shared = Rc::new(Shared::default());
         let accepting = pin!(self.accept_loop(&handler, &shared));
         let _ = select(accepting, pin!(shutdown)).await;
-        shared.stopping.set(true);
-        shared.changed.notify(usize::MAX);
-        log::info!(
-            "quic: stopped accepting; {} connection(s) open",
-            shared.open.get()
-        );
-        let drained = async {
-            while shared.open.get() > 0 {
-                let changed = shared.changed.listen();
-                if shared.open.get() == 0 {
-                    break;
-                }
-                changed.await;
-            }
-        };
-        if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
-            log::warn!(
-                "quic: {} connection(s) still open after the drain timeout",
-                shared.open.get()
-            );
-        }
+        shared.stop_and_drain("quic").await;
         self.endpoint
             .close(VarInt::from_u32(CLOSE_NORMAL), b"shutdown");
     }
@@ -171,16 +140,11 @@ impl QuicServer {
         H: ConnectionHandler + 'static,
     {
         while let Some(incoming) = self.endpoint.wait_incoming().await {
-            if shared.open.get() >= self.config.connections_max {
-                log::warn!(
-                    "quic: {} refused: {} connections open (max_connections)",
-                    incoming.remote_address(),
-                    shared.open.get()
-                );
+            let peer = incoming.remote_address();
+            if !shared.open("quic", peer, self.config.connections_max) {
                 incoming.refuse();
                 continue;
             }
-            shared.open.set(shared.open.get() + 1);
             let task =
                 serve_connection(incoming, Rc::clone(handler), self.config, Rc::clone(shared));
             compio::runtime::spawn(task).detach();
@@ -271,8 +235,7 @@ async fn serve_connection<H: ConnectionHandler>(
         Ok(Err(error)) => log::info!("quic: {peer}: handshake failed: {error}"),
         Err(_elapsed) => log::info!("quic: {peer}: handshake timed out"),
     }
-    shared.open.set(shared.open.get().saturating_sub(1));
-    shared.changed.notify(usize::MAX);
+    shared.closed();
 }
 
 /// One connection and what it serves with.
@@ -381,13 +344,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
             if !accept {
                 return std::future::pending().await;
             }
-            loop {
-                let listener = self.shared.changed.listen();
-                if self.shared.stopping.get() {
-                    return Event::Stopping;
-                }
-                listener.await;
-            }
+            self.shared.stopping().await;
+            Event::Stopping
         };
         let login = async {
             match grace_end {

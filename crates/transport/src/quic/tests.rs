@@ -3,72 +3,18 @@
 //! eviction on it and ends its connection only; an oversized stream before login is
 //! refused without being held; a connection that never logs in is closed after the grace.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use compio_quic::{ClientBuilder, Connection, Endpoint};
-use proto::Dialect;
-use proto::header::{
-    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
-};
-use zerocopy::{FromBytes, IntoBytes};
+use proto::header::{EvictionHeader, EvictionReason, HEADER_SIZE, ReplyHeader};
+use zerocopy::FromBytes;
 
 use super::{QuicConfig, QuicServer};
+use crate::test_handler::{Scripted, request};
 use crate::tls::{CertificateSource, SelfSigned};
-use crate::{Answer, ConnectionHandler};
-
-/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
-/// Authenticated once a request with body `login` was answered (when `login_needed`).
-#[derive(Default)]
-struct Scripted {
-    second_seen: Cell<bool>,
-    login_needed: bool,
-    logged_in: Cell<bool>,
-}
-
-impl ConnectionHandler for Scripted {
-    type Connection = ();
-
-    fn open(&self, _peer: SocketAddr) {}
-
-    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
-        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
-        if request == 1 {
-            while !self.second_seen.get() {
-                compio::time::sleep(Duration::from_millis(1)).await;
-            }
-        } else {
-            self.second_seen.set(true);
-        }
-        if body == b"login" {
-            self.logged_in.set(true);
-        }
-        Answer::Reply {
-            operation: Operation::NonReplicated,
-            status: 0,
-            commit: 0,
-            body: body[..body.len() / 2].to_vec(),
-            tail: body[body.len() / 2..].to_vec(),
-        }
-    }
-
-    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
-        std::future::pending()
-    }
-
-    fn authenticated(&self, (): &()) -> bool {
-        !self.login_needed || self.logged_in.get()
-    }
-
-    fn dialect(&self, (): &()) -> Dialect {
-        Dialect::V0_12_2
-    }
-
-    fn close(&self, (): ()) {}
-}
 
 fn config() -> QuicConfig {
     QuicConfig {
@@ -87,15 +33,6 @@ fn config() -> QuicConfig {
         keep_alive_interval: None,
         max_idle_timeout: Some(Duration::from_secs(10)),
     }
-}
-
-fn request(number: u64, body: &[u8]) -> Vec<u8> {
-    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
-    header.request = number.into();
-    header.session = 1.into();
-    let mut frame = header.as_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
 }
 
 /// Serves `handler` on this thread while `client` runs on its own runtime on another.
@@ -216,10 +153,7 @@ fn a_bad_stream_evicts_its_connection_only() {
 
 #[test]
 fn an_unauthenticated_stream_over_its_limit_is_refused_and_the_login_grace_holds() {
-    let handler = Scripted {
-        login_needed: true,
-        ..Scripted::default()
-    };
+    let handler = Scripted::logging_in();
     serve_until_done(handler, |address| async move {
         let (_endpoint, big) = connect(address).await;
         let (mut send, mut recv) = big.open_bi_wait().await.unwrap();

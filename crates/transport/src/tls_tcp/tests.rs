@@ -4,8 +4,6 @@
 //! a frame that is not a request gets an eviction, each ending only its own connection; a
 //! client that does not speak TLS fails its handshake and the others go on.
 
-use std::cell::Cell;
-use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -13,66 +11,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use proto::Dialect;
-use proto::header::{
-    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
-};
+use proto::header::{EvictionHeader, EvictionReason, HEADER_SIZE, ReplyHeader};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::FromBytes;
 
 use super::{TlsTcpConfig, TlsTcpServer};
+use crate::test_handler::{Scripted, request};
 use crate::tls::{CertificateSource, SelfSigned};
-use crate::{Answer, ConnectionHandler};
-
-/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
-/// Authenticated once a request with body `login` was answered.
-#[derive(Default)]
-struct Scripted {
-    second_seen: Cell<bool>,
-    logged_in: Cell<bool>,
-}
-
-impl ConnectionHandler for Scripted {
-    type Connection = ();
-
-    fn open(&self, _peer: SocketAddr) {}
-
-    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
-        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
-        if request == 1 {
-            while !self.second_seen.get() {
-                compio::time::sleep(Duration::from_millis(1)).await;
-            }
-        } else if request == 2 {
-            self.second_seen.set(true);
-        }
-        if body == b"login" {
-            self.logged_in.set(true);
-        }
-        Answer::Reply {
-            operation: Operation::NonReplicated,
-            status: 0,
-            commit: 0,
-            body: body.to_vec(),
-            tail: Vec::new(),
-        }
-    }
-
-    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
-        std::future::pending()
-    }
-
-    fn authenticated(&self, (): &()) -> bool {
-        self.logged_in.get()
-    }
-
-    fn dialect(&self, (): &()) -> Dialect {
-        Dialect::V0_12_2
-    }
-
-    fn close(&self, (): ()) {}
-}
 
 fn config() -> TlsTcpConfig {
     TlsTcpConfig {
@@ -85,15 +31,6 @@ fn config() -> TlsTcpConfig {
         frame_read_timeout: Duration::from_secs(5),
         write_timeout: Duration::from_secs(5),
     }
-}
-
-fn request(number: u64, body: &[u8]) -> Vec<u8> {
-    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
-    header.request = number.into();
-    header.session = 1.into();
-    let mut frame = header.as_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
 }
 
 /// A certificate for `localhost` written as PEM files into a fresh directory.
@@ -194,7 +131,7 @@ fn serve_until_done(files: &Files, client: impl FnOnce(SocketAddr) + Send + 'sta
                 compio::time::sleep(Duration::from_millis(5)).await;
             }
         };
-        server.serve(Rc::new(Scripted::default()), done).await;
+        server.serve(Rc::new(Scripted::logging_in()), done).await;
         client.join().unwrap();
     });
 }

@@ -4,71 +4,16 @@
 //! only its own connection; a client that never upgrades or never logs in is closed after
 //! the handshake grace.
 
-use std::cell::Cell;
-use std::future::Future;
 use std::net::{SocketAddr, TcpStream};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use compio_ws::tungstenite::{self, Message, WebSocket};
-use proto::Dialect;
-use proto::header::{
-    EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, RequestHeader,
-};
-use zerocopy::{FromBytes, IntoBytes};
+use proto::header::{EvictionHeader, EvictionReason, HEADER_SIZE, ReplyHeader};
+use zerocopy::FromBytes;
 
 use super::{WsConfig, WsServer};
-use crate::{Answer, ConnectionHandler};
-
-/// Request 1 waits until request 2 has been handled; every answer echoes the request body.
-/// Authenticated once a request with body `login` was answered (when `login_needed`).
-#[derive(Default)]
-struct Scripted {
-    second_seen: Cell<bool>,
-    login_needed: bool,
-    logged_in: Cell<bool>,
-}
-
-impl ConnectionHandler for Scripted {
-    type Connection = ();
-
-    fn open(&self, _peer: SocketAddr) {}
-
-    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
-        let request = RequestHeader::ref_from_bytes(header).unwrap().request.get();
-        if request == 1 {
-            while !self.second_seen.get() {
-                compio::time::sleep(Duration::from_millis(1)).await;
-            }
-        } else {
-            self.second_seen.set(true);
-        }
-        if body == b"login" {
-            self.logged_in.set(true);
-        }
-        Answer::Reply {
-            operation: Operation::NonReplicated,
-            status: 0,
-            commit: 0,
-            body: body.to_vec(),
-            tail: Vec::new(),
-        }
-    }
-
-    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
-        std::future::pending()
-    }
-
-    fn authenticated(&self, (): &()) -> bool {
-        !self.login_needed || self.logged_in.get()
-    }
-
-    fn dialect(&self, (): &()) -> Dialect {
-        Dialect::V0_12_2
-    }
-
-    fn close(&self, (): ()) {}
-}
+use crate::test_handler::{Scripted, request};
 
 fn config() -> WsConfig {
     WsConfig {
@@ -85,15 +30,6 @@ fn config() -> WsConfig {
         write_buffer_size_max: 1 << 30,
         accept_unmasked_frames: false,
     }
-}
-
-fn request(number: u64, body: &[u8]) -> Vec<u8> {
-    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
-    header.request = number.into();
-    header.session = 1.into();
-    let mut frame = header.as_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
 }
 
 /// Serves `handler` on a runtime of this thread while `client` runs on another; stops the
@@ -219,10 +155,7 @@ fn a_bad_message_evicts_its_connection_only() {
 
 #[test]
 fn an_unauthenticated_frame_over_its_limit_is_refused() {
-    let handler = Scripted {
-        login_needed: true,
-        ..Scripted::default()
-    };
+    let handler = Scripted::logging_in();
     serve_until_done(handler, |address| {
         let mut socket = connect(address);
         socket
@@ -246,10 +179,7 @@ fn an_unauthenticated_frame_over_its_limit_is_refused() {
 
 #[test]
 fn clients_that_never_upgrade_or_never_log_in_are_closed_after_the_grace() {
-    let handler = Scripted {
-        login_needed: true,
-        ..Scripted::default()
-    };
+    let handler = Scripted::logging_in();
     serve_until_done(handler, |address| {
         let started = Instant::now();
         // Connected, not a byte sent: the upgrade times out.

@@ -1,0 +1,85 @@
+//! The scripted handler and request frames the WebSocket, QUIC and TCP-with-TLS loop tests
+//! share: request 1 waits until request 2 has been handled (so an answer in order proves
+//! nothing was handled concurrently), a body `login` logs the handler in, and every answer
+//! echoes the request body, its first half as the reply body and the rest as the tail.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use proto::Dialect;
+use proto::header::{EvictionReason, HEADER_SIZE, Operation, RequestHeader};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::{Answer, ConnectionHandler};
+
+/// See the module. Its login is shared by every connection it serves.
+#[derive(Default)]
+pub(crate) struct Scripted {
+    second_seen: Cell<bool>,
+    /// Unauthenticated until a `login` body was answered (else always authenticated).
+    pub(crate) login_needed: bool,
+    logged_in: Cell<bool>,
+}
+
+impl Scripted {
+    pub(crate) fn logging_in() -> Self {
+        Self {
+            login_needed: true,
+            ..Self::default()
+        }
+    }
+}
+
+impl ConnectionHandler for Scripted {
+    type Connection = ();
+
+    fn open(&self, _peer: SocketAddr) {}
+
+    async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
+        let request =
+            RequestHeader::ref_from_bytes(header).map_or(0, |header| header.request.get());
+        if request == 1 {
+            while !self.second_seen.get() {
+                compio::time::sleep(Duration::from_millis(1)).await;
+            }
+        } else if request == 2 {
+            self.second_seen.set(true);
+        }
+        if body == b"login" {
+            self.logged_in.set(true);
+        }
+        Answer::Reply {
+            operation: Operation::NonReplicated,
+            status: 0,
+            commit: 0,
+            body: body[..body.len() / 2].to_vec(),
+            tail: body[body.len() / 2..].to_vec(),
+        }
+    }
+
+    fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
+        std::future::pending()
+    }
+
+    fn authenticated(&self, (): &()) -> bool {
+        !self.login_needed || self.logged_in.get()
+    }
+
+    fn dialect(&self, (): &()) -> Dialect {
+        Dialect::V0_12_2
+    }
+
+    fn close(&self, (): ()) {}
+}
+
+/// A request frame numbered `number` (session 1) carrying `body`.
+pub(crate) fn request(number: u64, body: &[u8]) -> Vec<u8> {
+    let mut header = RequestHeader::new(7, Operation::NonReplicated, body.len());
+    header.request = number.into();
+    header.session = 1.into();
+    let mut frame = header.as_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
