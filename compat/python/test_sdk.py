@@ -1,10 +1,10 @@
 """The Python SDK `apache-iggy==0.9.0` (protocol 0.11.0) against the real `iggy` server binary.
 
 Starts the server on free loopback ports with a temporary data directory and
-`--with-default-root-credentials`, then, over TCP and again over WebSocket, logs in, creates a
-stream and a topic, sends 1000 messages and polls them back. The server binary is `IGGY_SERVER_BIN`, else the repository's
-`target/release/iggy`, else `target/debug/iggy`. Run it with `compat/python/run.sh`, which makes
-the virtual environment under `.venv`.
+`--with-default-root-credentials`, then, over TCP, WebSocket and QUIC in turn, logs in, creates a
+stream and a topic, sends 1000 messages and polls them back. The server binary is
+`IGGY_SERVER_BIN`, else the repository's `target/release/iggy`, else `target/debug/iggy`. Run
+it with `compat/python/run.sh`, which makes the virtual environment under `.venv`.
 """
 
 import asyncio
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from apache_iggy import IggyClient, PollingStrategy, SendMessage, WebSocketConfig
+from apache_iggy import IggyClient, PollingStrategy, QuicConfig, SendMessage, WebSocketConfig
 from apache_iggy import Consumer
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -134,12 +134,14 @@ def main() -> None:
     binary = server_binary()
     port = free_port()
     websocket_port = free_port()
+    quic_port = free_port()
     with tempfile.TemporaryDirectory(prefix="iggy-python-") as data:
         log = Path(data).with_suffix(".log")
         env = dict(
             os.environ,
             IGGY_TCP_ADDRESS=f"127.0.0.1:{port}",
             IGGY_WEBSOCKET_ADDRESS=f"127.0.0.1:{websocket_port}",
+            IGGY_QUIC_ADDRESS=f"127.0.0.1:{quic_port}",
             IGGY_SYSTEM_PATH=data,
         )
         with open(log, "wb") as log_file:
@@ -153,13 +155,18 @@ def main() -> None:
             asyncio.run(asyncio.wait_for(exercise(tcp), TEST_TIMEOUT_S))
             websocket = IggyClient(WebSocketConfig(server_address=f"127.0.0.1:{websocket_port}"))
             asyncio.run(asyncio.wait_for(exercise(websocket), TEST_TIMEOUT_S))
+            # The server's self-signed certificate: the SDK's QUIC client does not validate
+            # by default.
+            quic = IggyClient(QuicConfig(server_address=f"127.0.0.1:{quic_port}"))
+            asyncio.run(asyncio.wait_for(exercise(quic), TEST_TIMEOUT_S))
         except BaseException:
             print(log.read_text(errors="replace")[-8000:], file=sys.stderr)
             raise
         finally:
             stop(process)
             log.unlink(missing_ok=True)
-    print(f"python apache-iggy 0.9.0: {MESSAGES} messages sent and polled back, TCP and WebSocket")
+    transports = "TCP, WebSocket and QUIC"
+    print(f"python apache-iggy 0.9.0: {MESSAGES} messages sent and polled back over {transports}")
 
 
 if __name__ == "__main__":
