@@ -5,8 +5,9 @@
 //! One request per bidirectional stream: the client writes one frame and finishes its side;
 //! the server reads the stream to its end (never more than the frame size limit), answers
 //! with one frame on the same stream and finishes it, or finishes it empty for a silent
-//! answer (a cancelled deferred poll, §4.4.5). Streams of one connection are handled
-//! concurrently, up to `max_concurrent_bidi_streams` (QUIC's own flow control). A stream
+//! answer (a cancelled deferred poll, §4.4.5). Streams of a logged-in connection are handled
+//! concurrently, up to `max_concurrent_bidi_streams` (QUIC's own flow control); before login,
+//! one at a time. A stream
 //! that is not one request frame gets an eviction on that stream and the connection is
 //! closed; a connection that has not logged in within the handshake grace (which also
 //! bounds the QUIC handshake) is closed. A server-side eviction (a stale session) closes
@@ -279,7 +280,10 @@ impl<H: ConnectionHandler> Link<'_, H> {
         loop {
             let grace_end =
                 (!authenticated).then(|| unauthenticated_since + self.config.handshake_grace);
-            let watch = (!stopping, grace_end);
+            // Before login a client waits for each answer: one stream at a time, so what a
+            // connection that proved nothing makes the server hold stays one small frame.
+            let accept = !stopping && (authenticated || pending.is_empty());
+            let watch = (accept, !stopping, grace_end);
             let event = self
                 .next_event(connection, &mut pending, evicted.as_mut(), watch)
                 .await;
@@ -310,15 +314,15 @@ impl<H: ConnectionHandler> Link<'_, H> {
         }
     }
 
-    /// Waits for the next stream (unless stopping), finished stream, eviction, shutdown or
-    /// the end of the login grace. Every loser is cancel-safe: accepting a stream and a
+    /// Waits for the next stream (when `accept`), finished stream, eviction, shutdown (until
+    /// seen) or the end of the login grace. Every loser is cancel-safe: accepting a stream and a
     /// `FuturesUnordered`'s `next` lose nothing, `evicted` is polled again next time.
     async fn next_event<F>(
         &self,
         connection: &Connection,
         pending: &mut FuturesUnordered<F>,
         evicted: std::pin::Pin<&mut impl Future<Output = EvictionReason>>,
-        (accept, grace_end): (bool, Option<Instant>),
+        (accept, watch_stop, grace_end): (bool, bool, Option<Instant>),
     ) -> Event
     where
         F: Future<Output = StreamEnd>,
@@ -341,7 +345,7 @@ impl<H: ConnectionHandler> Link<'_, H> {
             }
         };
         let stopping = async {
-            if !accept {
+            if !watch_stop {
                 return std::future::pending().await;
             }
             self.shared.stopping().await;
