@@ -5,7 +5,8 @@
 
 use proto::header::RequestHeader;
 use proto::header::{
-    Command, EvictionHeader, EvictionReason, HEADER_SIZE, Operation, ReplyHeader, frame_prefix,
+    Command, EvictionHeader, EvictionReason, FramePrefix, HEADER_SIZE, Operation, ReplyHeader,
+    frame_prefix,
 };
 use proto::{Dialect, ErrorCode};
 use zerocopy::{FromBytes, IntoBytes};
@@ -26,25 +27,41 @@ pub fn check_whole(bytes: &[u8], size_max: u32) -> Result<Box<[u8; HEADER_SIZE]>
         return Err((header, BadFrame::Size, error));
     };
     header.copy_from_slice(head);
-    match frame_prefix(&header[..], size_max) {
-        Ok(prefix) if prefix.command != Command::Request => {
-            let error = format!("command {:?} is not a request", prefix.command);
-            Err((header, BadFrame::Command, error))
-        }
-        Ok(prefix) if prefix.body_length() + HEADER_SIZE != bytes.len() => {
-            let error = format!(
-                "header size {} in a {}-byte message",
-                prefix.body_length() + HEADER_SIZE,
-                bytes.len()
-            );
-            Err((header, BadFrame::Size, error))
-        }
-        Ok(_) => Ok(header),
-        Err(error) if error.subject == proto::Subject::Command => {
-            Err((header, BadFrame::Command, error.to_string()))
-        }
-        Err(error) => Err((header, BadFrame::Size, error.to_string())),
+    let prefix = match request_prefix(&header[..], size_max) {
+        Ok(prefix) => prefix,
+        Err((kind, error)) => return Err((header, kind, error.to_string())),
+    };
+    if prefix.body_length() + HEADER_SIZE != bytes.len() {
+        let error = format!(
+            "header size {} in a {}-byte message",
+            prefix.body_length() + HEADER_SIZE,
+            bytes.len()
+        );
+        return Err((header, BadFrame::Size, error));
     }
+    Ok(header)
+}
+
+/// The size and command of the request frame whose header is `header`, checked before a
+/// body byte is read: a size outside `256..=size_max` or a command other than Request is
+/// refused with what is wrong (every transport's frame reader asks this).
+pub fn request_prefix(
+    header: &[u8],
+    size_max: u32,
+) -> Result<FramePrefix, (BadFrame, proto::DecodeError)> {
+    match frame_prefix(header, size_max) {
+        Ok(prefix) if prefix.command == Command::Request => Ok(prefix),
+        Ok(prefix) => Err((BadFrame::Command, command_error(prefix.command))),
+        Err(error) if error.subject == proto::Subject::Command => Err((BadFrame::Command, error)),
+        Err(error) => Err((BadFrame::Size, error)),
+    }
+}
+
+fn command_error(command: Command) -> proto::DecodeError {
+    let value = u64::from(command.as_u8());
+    let kind = proto::DecodeErrorKind::InvalidValue { value };
+    proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
+        .about(proto::Subject::Command)
 }
 
 /// The answer to one request frame.

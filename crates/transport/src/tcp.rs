@@ -27,7 +27,7 @@ use futures_channel::mpsc;
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use pool::Pool;
-use proto::header::{Command, EvictionReason, HEADER_SIZE, frame_prefix};
+use proto::header::{EvictionReason, HEADER_SIZE};
 
 use self::body::{Body, UnauthenticatedBudget};
 use crate::frame::{self, Answer};
@@ -857,16 +857,9 @@ async fn read_frame(stream: &mut TcpStream, reading: &Reading) -> Result<Incomin
             .unauthenticated_frame_size_max
             .min(config.frame_size_max)
     };
-    let prefix = match frame_prefix(&header[..], size_max) {
-        Ok(prefix) if prefix.command == Command::Request => prefix,
-        Ok(prefix) => {
-            let error = command_error(prefix.command);
-            return Ok(Incoming::Bad(header, BadFrame::Command, error));
-        }
-        Err(error) if error.subject == proto::Subject::Command => {
-            return Ok(Incoming::Bad(header, BadFrame::Command, error));
-        }
-        Err(error) => return Ok(Incoming::Bad(header, BadFrame::Size, error)),
+    let prefix = match frame::request_prefix(&header[..], size_max) {
+        Ok(prefix) => prefix,
+        Err((kind, error)) => return Ok(Incoming::Bad(header, kind, error)),
     };
     let deadline = started + config.frame_read_timeout;
     acknowledge_if_body_waits(stream, prefix.body_length());
@@ -902,13 +895,6 @@ fn acknowledge_if_body_waits(stream: &TcpStream, body_length: usize) {
     if let Err(error) = rustix::net::sockopt::set_tcp_quickack(stream, true) {
         log::debug!("TCP_QUICKACK: {error}");
     }
-}
-
-fn command_error(command: Command) -> proto::DecodeError {
-    let value = u64::from(command.as_u8());
-    let kind = proto::DecodeErrorKind::InvalidValue { value };
-    proto::DecodeError::new("header.command", proto::header::COMMAND_OFFSET, kind)
-        .about(proto::Subject::Command)
 }
 
 async fn write(stream: &mut TcpStream, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended> {

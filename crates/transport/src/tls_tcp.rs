@@ -23,10 +23,10 @@ use compio_tls::TlsAcceptor;
 use futures_channel::mpsc;
 use futures_util::future::{Either, select};
 use futures_util::{AsyncRead, AsyncReadExt, AsyncWriteExt, SinkExt};
-use proto::header::{Command, HEADER_SIZE, frame_prefix};
+use proto::header::HEADER_SIZE;
 
+use crate::ConnectionHandler;
 use crate::message_link::{Link, LinkConfig, Piece, Shared, accept_until, log_end};
-use crate::{BadFrame, ConnectionHandler};
 
 /// Limits and address of a TLS-wrapped TCP listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,16 +211,9 @@ async fn read_frame<R: AsyncRead + Unpin>(
     }
     let mut header = Box::new([0_u8; HEADER_SIZE]);
     header.copy_from_slice(&frame);
-    let prefix = match frame_prefix(&frame, size_max) {
-        Ok(prefix) if prefix.command == Command::Request => prefix,
-        Ok(prefix) => {
-            let error = format!("command {:?} is not a request", prefix.command);
-            return Piece::Refused((header, BadFrame::Command, error));
-        }
-        Err(error) if error.subject == proto::Subject::Command => {
-            return Piece::Refused((header, BadFrame::Command, error.to_string()));
-        }
-        Err(error) => return Piece::Refused((header, BadFrame::Size, error.to_string())),
+    let prefix = match crate::frame::request_prefix(&frame, size_max) {
+        Ok(prefix) => prefix,
+        Err((kind, error)) => return Piece::Refused((header, kind, error.to_string())),
     };
     frame.resize(HEADER_SIZE + prefix.body_length(), 0);
     if let Err(piece) = read_until(reader, &mut frame[HEADER_SIZE..], deadline).await {
