@@ -1,8 +1,8 @@
 #!/bin/bash
 # The same bench over every transport of one server build, in one run: for each round and
-# scenario, plain TCP, WebSocket and QUIC against a server with its defaults, then TCP with
-# TLS and WSS against the same build with [tcp.tls] and [websocket.tls] on (self-signed
-# certificates); fresh data for every run. Prints each run's MB/s and latency percentiles and,
+# scenario, plain TCP, WebSocket, QUIC and HTTP against a server with its defaults, then TCP
+# with TLS, WSS and HTTPS against the same build with [tcp.tls], [websocket.tls] and
+# [http.tls] on (self-signed certificates); fresh data for every run. Prints each run's MB/s and latency percentiles and,
 # per transport, the median and its ratio to plain TCP.
 # Usage: bash bench/transports.sh <iggy binary> [rounds] [total bytes]
 # SCENARIOS (one scenario and its options per line) replaces the default two.
@@ -15,11 +15,12 @@ DATA=target/bench-transports
 TCP=127.0.0.1:18390
 WS=127.0.0.1:18392
 QUIC=127.0.0.1:18380
+HTTP=127.0.0.1:18300
 start() {
   rm -rf "$DATA"
   env "$@" IGGY_SYSTEM_PATH=$DATA IGGY_TCP_ADDRESS=$TCP IGGY_WEBSOCKET_ADDRESS=$WS \
-    IGGY_QUIC_ADDRESS=$QUIC "$BINARY" --with-default-root-credentials >"$DATA.log" 2>&1 \
-    </dev/null &
+    IGGY_QUIC_ADDRESS=$QUIC IGGY_HTTP_ADDRESS=$HTTP "$BINARY" --with-default-root-credentials \
+    >"$DATA.log" 2>&1 </dev/null &
   PID=$!
   sleep 1
 }
@@ -30,7 +31,7 @@ figures() {
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 SCENARIOS=${SCENARIOS:-"pinned-producer
 pinned-consumer"}
-TRANSPORTS="tcp ws quic tcp-tls wss"
+TRANSPORTS=${TRANSPORTS:-"tcp ws quic tcp-tls wss http https"}
 while read -r scenario options; do
   for transport in $TRANSPORTS; do : >"$DATA-$transport.txt"; done
   for round in $(seq "$ROUNDS"); do
@@ -41,6 +42,8 @@ while read -r scenario options; do
         quic) address=$QUIC; tls=() ;;
         tcp-tls) address=$TCP; tls=(IGGY_TCP_TLS_ENABLED=true) ;;
         wss) address=$WS; tls=(IGGY_WEBSOCKET_TLS_ENABLED=true) ;;
+        http) address=$HTTP; tls=() ;;
+        https) address=$HTTP; tls=(IGGY_HTTP_TLS_ENABLED=true) ;;
       esac
       start "${tls[@]}"
       out="$DATA-out-$transport"

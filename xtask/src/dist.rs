@@ -14,10 +14,11 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 7] = [
+const FEATURES: [&str; 8] = [
     "tcp",
     "quic",
     "ws",
+    "http",
     "minimal,tls",
     "minimal,bench",
     "minimal",

@@ -13,7 +13,10 @@ use crate::config::Config;
 #[path = "bench.rs"]
 mod bench_command;
 
-#[cfg(not(any(feature = "tcp", feature = "ws", feature = "quic")))]
+#[cfg(feature = "http")]
+mod http;
+
+#[cfg(not(any(feature = "tcp", feature = "ws", feature = "quic", feature = "http")))]
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
 
 /// Runs `iggy bench <arguments>`; without feature `bench` it says how to get it.
@@ -32,10 +35,11 @@ pub(crate) fn bench(arguments: Vec<String>) -> std::process::ExitCode {
 }
 
 /// The transports: (cargo feature, config section, built in).
-const TRANSPORTS: [(&str, &str, bool); 3] = [
+const TRANSPORTS: [(&str, &str, bool); 4] = [
     ("tcp", "tcp", cfg!(feature = "tcp")),
     ("quic", "quic", cfg!(feature = "quic")),
     ("ws", "websocket", cfg!(feature = "ws")),
+    ("http", "http", cfg!(feature = "http")),
 ];
 
 /// The cargo features this binary was built with, for `iggy --version`.
@@ -72,7 +76,16 @@ pub(crate) enum BindError {
     #[cfg(feature = "quic")]
     #[error(transparent)]
     Quic(#[from] transport::quic::ListenError),
-    #[cfg(not(all(feature = "tcp", feature = "ws", feature = "quic", feature = "tls")))]
+    #[cfg(feature = "http")]
+    #[error(transparent)]
+    Http(#[from] http_api::ListenError),
+    #[cfg(not(all(
+        feature = "tcp",
+        feature = "ws",
+        feature = "quic",
+        feature = "tls",
+        feature = "http"
+    )))]
     #[error(
         "`[{section}] enabled = true`, but this binary was built without feature `{feature}` \
          (build with `--features {feature}` or `full`, or set `{section}.enabled = false`)"
@@ -99,6 +112,7 @@ pub(crate) struct Ports {
     pub(crate) tcp: u16,
     pub(crate) quic: u16,
     pub(crate) websocket: u16,
+    pub(crate) http: u16,
 }
 
 /// The bound listeners, not yet accepting.
@@ -114,6 +128,8 @@ pub(crate) struct Listeners {
     tcp_tls: Option<transport::tls_tcp::TlsTcpServer>,
     #[cfg(feature = "quic")]
     quic: Option<transport::quic::QuicServer>,
+    #[cfg(feature = "http")]
+    http: Option<http_api::HttpServer>,
 }
 
 /// The leader's ends of the channels that hand accepted connections to the other shards, and
@@ -150,39 +166,7 @@ pub(crate) struct Handed {
 impl Listeners {
     /// Binds every enabled listener; refuses a transport the build lacks.
     pub(crate) async fn bind(config: &Config) -> Result<Self, BindError> {
-        #[cfg(not(feature = "ws"))]
-        if config.websocket.enabled {
-            return Err(BindError::NotBuilt {
-                section: "websocket",
-                feature: "ws",
-            });
-        }
-        #[cfg(not(feature = "tcp"))]
-        if config.tcp_enabled && !config.tcp_tls.enabled {
-            return Err(BindError::NotBuilt {
-                section: "tcp",
-                feature: "tcp",
-            });
-        }
-        #[cfg(not(feature = "tls"))]
-        for (section, tls) in [
-            ("tcp.tls", &config.tcp_tls),
-            ("websocket.tls", &config.websocket.tls),
-        ] {
-            if tls.enabled {
-                return Err(BindError::NotBuilt {
-                    section,
-                    feature: "tls",
-                });
-            }
-        }
-        #[cfg(not(feature = "quic"))]
-        if config.quic.enabled {
-            return Err(BindError::NotBuilt {
-                section: "quic",
-                feature: "quic",
-            });
-        }
+        refuse_missing(config)?;
         #[cfg(feature = "tcp")]
         let tcp_config = transport::tcp::TcpConfig {
             address: config.tcp_address,
@@ -212,6 +196,8 @@ impl Listeners {
             quic: bind_quic(config).await?,
             #[cfg(feature = "tls")]
             tcp_tls: bind_tcp_tls(config).await?,
+            #[cfg(feature = "http")]
+            http: http::bind(config).await?,
         })
     }
 
@@ -234,6 +220,10 @@ impl Listeners {
         #[cfg(feature = "tls")]
         if let Some(tcp_tls) = &self.tcp_tls {
             ports.tcp = tcp_tls.local_address().port();
+        }
+        #[cfg(feature = "http")]
+        if let Some(http) = &self.http {
+            ports.http = http.local_address().port();
         }
         ports
     }
@@ -302,7 +292,7 @@ impl Listeners {
         use futures_util::FutureExt;
         let shutdown = shutdown.shared();
         let ports = self.ports();
-        if ports.tcp == 0 && ports.websocket == 0 && ports.quic == 0 {
+        if ports.tcp == 0 && ports.websocket == 0 && ports.quic == 0 && ports.http == 0 {
             log::warn!("no transport is enabled; waiting for a signal to stop");
         }
         #[cfg(feature = "ws")]
@@ -317,6 +307,10 @@ impl Listeners {
         let tcp_tls = serve_tcp_tls(self.tcp_tls, Rc::clone(&server), shutdown.clone());
         #[cfg(not(feature = "tls"))]
         let tcp_tls = async {};
+        #[cfg(feature = "http")]
+        let http = http::serve(self.http, Rc::clone(&server), shutdown.clone());
+        #[cfg(not(feature = "http"))]
+        let http = async {};
         #[cfg(feature = "tcp")]
         let tcp = serve_tcp(
             self.tcp,
@@ -330,13 +324,75 @@ impl Listeners {
             let _ = (server, handoffs);
             shutdown.clone()
         };
-        futures_util::future::join4(tcp, websocket, quic, tcp_tls).await;
+        futures_util::future::join5(tcp, websocket, quic, tcp_tls, http).await;
     }
+}
+
+/// Refuses a config that enables a transport (or its TLS) the build lacks.
+#[cfg_attr(
+    all(
+        feature = "tcp",
+        feature = "ws",
+        feature = "quic",
+        feature = "tls",
+        feature = "http"
+    ),
+    allow(clippy::unnecessary_wraps, unused_variables)
+)]
+fn refuse_missing(config: &Config) -> Result<(), BindError> {
+    #[cfg(not(feature = "ws"))]
+    if config.websocket.enabled {
+        return Err(BindError::NotBuilt {
+            section: "websocket",
+            feature: "ws",
+        });
+    }
+    #[cfg(not(feature = "tcp"))]
+    if config.tcp_enabled && !config.tcp_tls.enabled {
+        return Err(BindError::NotBuilt {
+            section: "tcp",
+            feature: "tcp",
+        });
+    }
+    #[cfg(not(feature = "tls"))]
+    for (section, tls) in [
+        ("tcp.tls", &config.tcp_tls),
+        ("websocket.tls", &config.websocket.tls),
+    ] {
+        if tls.enabled {
+            return Err(BindError::NotBuilt {
+                section,
+                feature: "tls",
+            });
+        }
+    }
+    #[cfg(not(feature = "quic"))]
+    if config.quic.enabled {
+        return Err(BindError::NotBuilt {
+            section: "quic",
+            feature: "quic",
+        });
+    }
+    #[cfg(not(feature = "http"))]
+    if config.http.enabled {
+        return Err(BindError::NotBuilt {
+            section: "http",
+            feature: "http",
+        });
+    }
+    #[cfg(not(feature = "tls"))]
+    if config.http.enabled && config.http.tls.enabled {
+        return Err(BindError::NotBuilt {
+            section: "http.tls",
+            feature: "tls",
+        });
+    }
+    Ok(())
 }
 
 /// The handler of one transport's connections on the leader.
 #[cfg_attr(
-    not(any(feature = "ws", feature = "quic", feature = "tls")),
+    not(any(feature = "ws", feature = "quic", feature = "tls", feature = "http")),
     allow(dead_code)
 )]
 fn leader_handler(

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use base64::Engine;
 use toml::{Table, Value};
 
 /// The shipped configuration, embedded so the binary runs without it on disk.
@@ -45,6 +46,7 @@ pub(crate) struct Config {
     pub(crate) tcp_connections_per_ip_max: usize,
     pub(crate) websocket: WebSocketConfig,
     pub(crate) quic: QuicSettings,
+    pub(crate) http: HttpSettings,
     pub(crate) cleaner_enabled: bool,
     pub(crate) cleaner_interval: Duration,
     pub(crate) login_failures_free: u32,
@@ -74,6 +76,35 @@ pub(crate) struct WebSocketConfig {
     pub(crate) message_size_max: u64,
     pub(crate) frame_size_max: u64,
     pub(crate) accept_unmasked_frames: bool,
+    pub(crate) tls: TlsSettings,
+}
+
+/// `[http]` with `[http.cors]`, `[http.jwt]` and `[http.tls]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HttpSettings {
+    pub(crate) enabled: bool,
+    pub(crate) address: SocketAddr,
+    pub(crate) request_size_max: u64,
+    pub(crate) connections_max: usize,
+    pub(crate) sessions_max: usize,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) cors_enabled: bool,
+    pub(crate) cors_allowed_methods: Vec<String>,
+    pub(crate) cors_allowed_origins: Vec<String>,
+    pub(crate) cors_allowed_headers: Vec<String>,
+    pub(crate) cors_exposed_headers: Vec<String>,
+    pub(crate) cors_allow_credentials: bool,
+    pub(crate) cors_allow_private_network: bool,
+    pub(crate) jwt_issuer: String,
+    pub(crate) jwt_audience: String,
+    pub(crate) jwt_valid_issuers: Vec<String>,
+    pub(crate) jwt_valid_audiences: Vec<String>,
+    pub(crate) jwt_expiry: Duration,
+    pub(crate) jwt_clock_skew: Duration,
+    pub(crate) jwt_not_before: Duration,
+    /// Empty: generated at start.
+    pub(crate) jwt_encoding_secret: Vec<u8>,
+    pub(crate) jwt_decoding_secret: Vec<u8>,
     pub(crate) tls: TlsSettings,
 }
 
@@ -108,7 +139,7 @@ pub(crate) struct QuicSettings {
 }
 
 /// Transport sections whose `enabled` defaults to whether the build has them.
-pub(crate) const TRANSPORT_SECTIONS: [&str; 3] = ["tcp", "quic", "websocket"];
+pub(crate) const TRANSPORT_SECTIONS: [&str; 4] = ["tcp", "quic", "websocket", "http"];
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -256,6 +287,7 @@ impl Config {
                 cert_file: PathBuf::from(view.string("quic.certificate.cert_file")?),
                 key_file: PathBuf::from(view.string("quic.certificate.key_file")?),
             },
+            http: view.http()?,
             cleaner_enabled: view.bool("data_maintenance.messages.cleaner_enabled")?,
             cleaner_interval: view.duration("data_maintenance.messages.interval")?,
             login_failures_free: view.count("login.max_failures")?,
@@ -410,6 +442,14 @@ fn set_from_text(table: &mut Table, path: &str, text: &str) -> Result<(), Config
             text.parse()
                 .map_err(|_not_integer| invalid(format!("`{text}` is not an integer")))?,
         ),
+        // A list of strings from comma-separated text.
+        Value::Array(_) => Value::Array(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| Value::String(item.to_owned()))
+                .collect(),
+        ),
         other => {
             return Err(invalid(format!(
                 "a {} cannot be set from text",
@@ -484,6 +524,69 @@ impl View<'_> {
             self_signed: self.bool(&format!("{section}.self_signed"))?,
             cert_file: PathBuf::from(self.string(&format!("{section}.cert_file"))?),
             key_file: PathBuf::from(self.string(&format!("{section}.key_file"))?),
+        })
+    }
+
+    fn strings(&self, path: &str) -> Result<Vec<String>, ConfigError> {
+        let list = self.value(path)?;
+        let items = list
+            .as_array()
+            .ok_or_else(|| Self::invalid(path, "expected a list of strings"))?;
+        items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| Self::invalid(path, "expected a list of strings"))
+            })
+            .collect()
+    }
+
+    /// A JWT secret: the text, or its base64 decoding with `use_base64_secret`.
+    fn secret(&self, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let text = self.string(path)?;
+        if !self.bool("http.jwt.use_base64_secret")? {
+            return Ok(text.into_bytes());
+        }
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|error| Self::invalid(path, format!("not base64: {error}")))
+    }
+
+    fn http(&self) -> Result<HttpSettings, ConfigError> {
+        if self.string("http.jwt.algorithm")? != "HS256" {
+            return Err(Self::invalid(
+                "http.jwt.algorithm",
+                "only HS256 is supported",
+            ));
+        }
+        if self.bool("http.web_ui")? {
+            return Err(Self::invalid("http.web_ui", "the web UI is not built yet"));
+        }
+        Ok(HttpSettings {
+            enabled: self.bool("http.enabled")?,
+            address: self.parsed("http.address")?,
+            request_size_max: self.size("http.max_request_size")?,
+            connections_max: self.count("http.max_connections")?,
+            sessions_max: self.count("http.max_sessions")?,
+            idle_timeout: self.duration("http.idle_timeout")?,
+            cors_enabled: self.bool("http.cors.enabled")?,
+            cors_allowed_methods: self.strings("http.cors.allowed_methods")?,
+            cors_allowed_origins: self.strings("http.cors.allowed_origins")?,
+            cors_allowed_headers: self.strings("http.cors.allowed_headers")?,
+            cors_exposed_headers: self.strings("http.cors.exposed_headers")?,
+            cors_allow_credentials: self.bool("http.cors.allow_credentials")?,
+            cors_allow_private_network: self.bool("http.cors.allow_private_network")?,
+            jwt_issuer: self.string("http.jwt.issuer")?,
+            jwt_audience: self.string("http.jwt.audience")?,
+            jwt_valid_issuers: self.strings("http.jwt.valid_issuers")?,
+            jwt_valid_audiences: self.strings("http.jwt.valid_audiences")?,
+            jwt_expiry: self.duration("http.jwt.access_token_expiry")?,
+            jwt_clock_skew: self.duration("http.jwt.clock_skew")?,
+            jwt_not_before: self.duration("http.jwt.not_before")?,
+            jwt_encoding_secret: self.secret("http.jwt.encoding_secret")?,
+            jwt_decoding_secret: self.secret("http.jwt.decoding_secret")?,
+            tls: self.tls("http.tls")?,
         })
     }
 

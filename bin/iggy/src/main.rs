@@ -281,6 +281,7 @@ fn server_info(config: &Config, ports: compose::Ports) -> ServerInfo {
         node_ip: config.node_ip.clone(),
         tcp_port: ports.tcp,
         websocket_port: ports.websocket,
+        http_port: ports.http,
         quic_port: ports.quic,
         started_at_us: shard::clock::system_now_us(),
         logins: shard::login_limit::LoginLimits {

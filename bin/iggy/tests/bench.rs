@@ -136,11 +136,12 @@ fn free_address() -> String {
     listener.local_addr().unwrap().to_string()
 }
 
-/// `--transport`: the producer and the consumer over WebSocket and QUIC, then over TCP with
-/// TLS and WSS (a server whose TCP listener speaks TLS), each reading back what it sent.
+/// `--transport`: the producer and the consumer over WebSocket, QUIC and HTTP, then over TCP
+/// with TLS, WSS and HTTPS (a server whose TCP listener speaks TLS), each reading back what
+/// it sent.
 #[test]
 fn scenarios_run_over_every_transport() {
-    let (websocket, quic) = (free_address(), free_address());
+    let (websocket, quic, http) = (free_address(), free_address(), free_address());
     let data = tempfile::tempdir().unwrap();
     let output = tempfile::tempdir().unwrap();
     let plain = start(
@@ -148,9 +149,10 @@ fn scenarios_run_over_every_transport() {
         &[
             ("IGGY_WEBSOCKET_ADDRESS", websocket.as_str()),
             ("IGGY_QUIC_ADDRESS", quic.as_str()),
+            ("IGGY_HTTP_ADDRESS", http.as_str()),
         ],
     );
-    let tls_websocket = free_address();
+    let (tls_websocket, tls_http) = (free_address(), free_address());
     let tls_data = tempfile::tempdir().unwrap();
     let tls = start(
         tls_data.path(),
@@ -158,6 +160,8 @@ fn scenarios_run_over_every_transport() {
             ("IGGY_TCP_TLS_ENABLED", "true"),
             ("IGGY_WEBSOCKET_ADDRESS", tls_websocket.as_str()),
             ("IGGY_WEBSOCKET_TLS_ENABLED", "true"),
+            ("IGGY_HTTP_ADDRESS", tls_http.as_str()),
+            ("IGGY_HTTP_TLS_ENABLED", "true"),
         ],
     );
     let tls_tcp = tls.address.to_string();
@@ -166,8 +170,10 @@ fn scenarios_run_over_every_transport() {
         ("quic", quic.as_str()),
         ("tcp-tls", tls_tcp.as_str()),
         ("wss", tls_websocket.as_str()),
+        ("http", http.as_str()),
+        ("https", tls_http.as_str()),
     ] {
-        let server = if transport == "ws" || transport == "quic" {
+        let server = if matches!(transport, "ws" | "quic" | "http") {
             &plain
         } else {
             &tls

@@ -36,6 +36,8 @@ pub struct Server {
     websocket_address: SocketAddr,
     /// The QUIC listener's address, UDP (used by builds with feature `quic`).
     quic_address: SocketAddr,
+    /// The HTTP API listener's address (used by builds with feature `http`).
+    http_address: SocketAddr,
     extra_env: Vec<(String, String)>,
     child: Option<Child>,
     log_path: PathBuf,
@@ -62,6 +64,7 @@ impl Server {
             address: free_loopback_address(),
             websocket_address: free_loopback_address(),
             quic_address: free_loopback_address(),
+            http_address: free_loopback_address(),
             extra_env: extra_env
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
@@ -87,6 +90,11 @@ impl Server {
     /// `127.0.0.1:<port>` of the QUIC listener (builds with feature `quic`).
     pub fn quic_address(&self) -> String {
         self.quic_address.to_string()
+    }
+
+    /// `127.0.0.1:<port>` of the HTTP API listener (builds with feature `http`).
+    pub fn http_address(&self) -> String {
+        self.http_address.to_string()
     }
 
     /// `127.0.0.1:<port>`, as the SDK's server address.
@@ -198,6 +206,7 @@ impl Server {
             // and 8080.
             .env("IGGY_WEBSOCKET_ADDRESS", self.websocket_address.to_string())
             .env("IGGY_QUIC_ADDRESS", self.quic_address.to_string())
+            .env("IGGY_HTTP_ADDRESS", self.http_address.to_string())
             .env("IGGY_SYSTEM_PATH", self.data.path())
             .envs(self.extra_env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null())

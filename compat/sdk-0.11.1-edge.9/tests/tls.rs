@@ -58,7 +58,10 @@ fn tcp_and_websocket_with_tls_are_validated_by_the_sdk() {
     run(async {
         let tcp = format!("iggy://iggy:iggy@{}?{options}", server.tcp_address());
         flows(&tcp).await;
-        let wss = format!("iggy+ws://iggy:iggy@{}?{options}", server.websocket_address());
+        let wss = format!(
+            "iggy+ws://iggy:iggy@{}?{options}",
+            server.websocket_address()
+        );
         flows(&wss).await;
 
         // Plaintext to the TLS port: the SDK cannot log in.

@@ -11,6 +11,7 @@ mod actors;
 pub mod calibrate;
 pub mod chart;
 pub mod client;
+mod http_link;
 pub mod idle;
 pub mod link;
 pub mod metrics;

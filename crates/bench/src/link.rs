@@ -1,8 +1,9 @@
 //! The bench client's transports (`--transport`): frames over plain TCP, TCP in TLS,
-//! WebSocket (one frame per Binary message), WebSocket in TLS, and QUIC (one stream per
-//! request). Blocking, one request in flight, as the client is. TLS accepts any certificate
-//! (a bench measures, it does not authenticate the server), as the SDK's QUIC and WebSocket
-//! clients do by default.
+//! WebSocket (one frame per Binary message), WebSocket in TLS, QUIC (one stream per
+//! request), and the HTTP API with or without TLS (each frame as its JSON request,
+//! [`crate::http_link`]). Blocking, one request in flight, as the client is. TLS accepts any
+//! certificate (a bench measures, it does not authenticate the server), as the SDK's QUIC
+//! and WebSocket clients do by default.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -14,6 +15,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
 use tungstenite::{Message, WebSocket};
 
+use crate::http_link::HttpLink;
+
 /// Which transport a bench client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Transport {
@@ -23,10 +26,12 @@ pub enum Transport {
     WebSocket,
     WebSocketTls,
     Quic,
+    Http,
+    Https,
 }
 
 impl Transport {
-    pub const NAMES: &'static str = "tcp, tcp-tls, ws, wss, quic";
+    pub const NAMES: &'static str = "tcp, tcp-tls, ws, wss, quic, http, https";
 
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -35,6 +40,8 @@ impl Transport {
             "ws" => Self::WebSocket,
             "wss" => Self::WebSocketTls,
             "quic" => Self::Quic,
+            "http" => Self::Http,
+            "https" => Self::Https,
             _ => return None,
         })
     }
@@ -46,6 +53,8 @@ impl Transport {
             Self::WebSocket => "ws",
             Self::WebSocketTls => "wss",
             Self::Quic => "quic",
+            Self::Http => "http",
+            Self::Https => "https",
         }
     }
 }
@@ -59,6 +68,7 @@ pub(crate) enum Link {
     WebSocket(Box<WebSocket<TcpStream>>),
     WebSocketTls(Box<WebSocket<Tls>>),
     Quic(Box<quic::QuicLink>),
+    Http(Box<HttpLink>),
 }
 
 impl Link {
@@ -75,6 +85,13 @@ impl Link {
                 Self::WebSocketTls(Box::new(upgrade(stream, "wss", address)?))
             }
             Transport::Quic => Self::Quic(Box::new(quic::QuicLink::connect(address)?)),
+            Transport::Http => {
+                Self::Http(Box::new(HttpLink::new(Box::new(tcp(address)?), address)))
+            }
+            Transport::Https => {
+                let stream = Box::new(tls(tcp(address)?)?);
+                Self::Http(Box::new(HttpLink::new(stream, address)))
+            }
         })
     }
 
@@ -93,6 +110,7 @@ impl Link {
                 link.send(head, body);
                 Ok(())
             }
+            Self::Http(link) => link.send(head, body),
         }
     }
 
@@ -109,6 +127,7 @@ impl Link {
             Self::WebSocket(socket) => receive_message(socket)?,
             Self::WebSocketTls(socket) => receive_message(socket)?,
             Self::Quic(link) => link.receive()?,
+            Self::Http(link) => link.receive()?,
         };
         let (frame_head, rest) = message
             .split_at_checked(HEADER_SIZE)

@@ -35,8 +35,9 @@ options:
   --dialect D              auto | 0.12.2 | 0.11.0: the protocol dialect; auto tries 0.12.2 and
                            falls back to 0.11.0 (what Apache Iggy 0.9.0-edge servers speak)
   --address HOST:PORT      server address (default 127.0.0.1:8090)
-  --transport NAME         tcp (default), tcp-tls, ws, wss or quic; --address names that
-                           transport's listener (TLS accepts any certificate)
+  --transport NAME         tcp (default), tcp-tls, ws, wss, quic, http or https; --address
+                           names that transport's listener (TLS accepts any certificate;
+                           http sends each request as the HTTP API's JSON)
   --username NAME          (default iggy)
   --password SECRET        (default iggy)
   --output DIR             where the JSON and SVG charts go (default bench-output)

@@ -26,6 +26,7 @@ fn info() -> ServerInfo {
         node_ip: "127.0.0.1".into(),
         tcp_port: 0,
         websocket_port: 0,
+        http_port: 0,
         quic_port: 0,
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),

@@ -57,6 +57,8 @@ pub struct ServerInfo {
     pub websocket_port: u16,
     /// The port the QUIC listener bound; 0 when it is off.
     pub quic_port: u16,
+    /// The port the HTTP listener bound; 0 when it is off.
+    pub http_port: u16,
     /// µs since the epoch.
     pub started_at_us: u64,
     /// Consumer-group timeouts (`consumer_group.rebalancing_timeout`, `heartbeat.interval`).

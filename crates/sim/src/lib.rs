@@ -225,6 +225,7 @@ impl Sim {
             node_ip: String::from("127.0.0.1"),
             tcp_port: 8090,
             websocket_port: 0,
+            http_port: 0,
             quic_port: 0,
             // Session numbers are seeded from the start time, as in a real process.
             started_at_us: {

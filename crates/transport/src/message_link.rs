@@ -3,29 +3,22 @@
 //! as one frame through a sink; requests handled concurrently and answered as they complete
 //! (PROTOCOL.md §1.11, §1.13); before login, lockstep reads, the unauthenticated frame limit
 //! and the handshake grace; a bad frame or a message that is not one gets an eviction and ends
-//! that connection only. Also the accept loop and drain such listeners share.
+//! that connection only.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use compio::net::{TcpListener, TcpStream};
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::{Sink, SinkExt, Stream};
 use proto::header::{EvictionReason, HEADER_SIZE};
 
 use crate::frame::{self, Answer, Refused};
+pub(crate) use crate::listen::{Shared, accept_until};
 use crate::{BadFrame, ConnectionHandler};
-
-/// How long shutdown waits for requests already being handled.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// The limits one link obeys (`[message_bus]`, and the listener's section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,113 +65,6 @@ pub(crate) enum Piece {
     Closed,
     /// Reading failed.
     Failed(String),
-}
-
-/// The open connections of a listener and its shutdown, shared by its connection tasks.
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    open: Cell<usize>,
-    stopping: Cell<bool>,
-    /// Notified when shutdown starts, and when a connection ends.
-    changed: event_listener::Event,
-}
-
-impl Shared {
-    /// Counts a new connection unless `connections_max` are open (then says why, with
-    /// `name` and `peer`, and counts nothing).
-    pub(crate) fn open(&self, name: &str, peer: SocketAddr, connections_max: usize) -> bool {
-        if self.open.get() >= connections_max {
-            log::warn!(
-                "{name}: {peer} refused: {} connections open (max_connections)",
-                self.open.get()
-            );
-            return false;
-        }
-        self.open.set(self.open.get() + 1);
-        true
-    }
-
-    /// A connection counted by [`Self::open`] ended.
-    pub(crate) fn closed(&self) {
-        self.open.set(self.open.get().saturating_sub(1));
-        self.changed.notify(usize::MAX);
-    }
-
-    /// Completes once shutdown has started.
-    pub(crate) async fn stopping(&self) {
-        loop {
-            let listener = self.changed.listen();
-            if self.stopping.get() {
-                return;
-            }
-            listener.await;
-        }
-    }
-
-    /// Starts shutdown, then waits for the open connections to end (up to ten seconds).
-    pub(crate) async fn stop_and_drain(&self, name: &str) {
-        self.stopping.set(true);
-        self.changed.notify(usize::MAX);
-        log::info!(
-            "{name}: stopped accepting; {} connection(s) open",
-            self.open.get()
-        );
-        let drained = async {
-            while self.open.get() > 0 {
-                let changed = self.changed.listen();
-                if self.open.get() == 0 {
-                    break;
-                }
-                changed.await;
-            }
-        };
-        if compio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
-            log::warn!(
-                "{name}: {} connection(s) still open after the drain timeout",
-                self.open.get()
-            );
-        }
-    }
-}
-
-/// Accepts on `listener` until `shutdown` completes, running `serve` as a task per connection
-/// (at most `connections_max` at once), then waits for the connections to end (up to ten
-/// seconds). `name` is for the log lines.
-pub(crate) async fn accept_until<S, F>(
-    name: &'static str,
-    listener: &TcpListener,
-    connections_max: usize,
-    serve: S,
-    shutdown: impl Future<Output = ()>,
-) where
-    S: Fn(TcpStream, SocketAddr, Rc<Shared>) -> F,
-    F: Future<Output = ()> + 'static,
-{
-    let shared = Rc::new(Shared::default());
-    let accepting = async {
-        loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    log::warn!("{name}: accept failed: {error}");
-                    compio::time::sleep(ACCEPT_RETRY_DELAY).await;
-                    continue;
-                }
-            };
-            if !shared.open(name, peer, connections_max) {
-                continue;
-            }
-            let task = serve(stream, peer, Rc::clone(&shared));
-            let shared = Rc::clone(&shared);
-            compio::runtime::spawn(async move {
-                task.await;
-                shared.closed();
-            })
-            .detach();
-        }
-    };
-    let _ = select(pin!(accepting), pin!(shutdown)).await;
-    shared.stop_and_drain(name).await;
 }
 
 /// The log line of a link's end.

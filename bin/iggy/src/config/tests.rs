@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Config, ConfigError, parse_size};
 
 /// The transports of a `full` build.
-const BUILT: &[&str] = &["tcp", "quic", "websocket"];
+const BUILT: &[&str] = &["tcp", "quic", "websocket", "http"];
 
 fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -154,4 +154,56 @@ fn this_build_enables_exactly_the_transports_it_has() {
     assert_eq!(config.tcp_enabled, features.contains(&"tcp"));
     assert_eq!(config.quic.enabled, features.contains(&"quic"));
     assert_eq!(config.websocket.enabled, features.contains(&"ws"));
+    assert_eq!(config.http.enabled, features.contains(&"http"));
+}
+
+#[test]
+fn the_http_section_has_iggys_defaults_and_rules() {
+    let config = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
+    let http = &config.http;
+    assert!(http.enabled);
+    assert_eq!(http.address, "127.0.0.1:3000".parse().unwrap());
+    assert_eq!(http.request_size_max, 2_000_000);
+    assert_eq!(http.jwt_expiry, Duration::from_hours(1));
+    assert_eq!(http.jwt_issuer, "iggy.apache.org");
+    assert!(http.jwt_encoding_secret.is_empty(), "generated at start");
+    assert_eq!(http.cors_allowed_origins, ["*"]);
+    assert!(
+        !Config::load(None, &BTreeMap::new(), &["tcp"])
+            .unwrap()
+            .http
+            .enabled
+    );
+
+    let env = environment(&[
+        (
+            "IGGY_HTTP_CORS_ALLOWED_ORIGINS",
+            "https://a.example, https://b.example",
+        ),
+        ("IGGY_HTTP_JWT_USE_BASE64_SECRET", "true"),
+        ("IGGY_HTTP_JWT_ENCODING_SECRET", "c2VjcmV0"),
+    ]);
+    let set = Config::load(None, &env, BUILT).unwrap();
+    assert_eq!(
+        set.http.cors_allowed_origins,
+        ["https://a.example", "https://b.example"]
+    );
+    assert_eq!(set.http.jwt_encoding_secret, b"secret");
+
+    for (key, value, named) in [
+        ("IGGY_HTTP_JWT_ALGORITHM", "RS256", "http.jwt.algorithm"),
+        ("IGGY_HTTP_WEB_UI", "true", "http.web_ui"),
+        (
+            "IGGY_HTTP_JWT_ENCODING_SECRET",
+            "not base64!",
+            "http.jwt.encoding_secret",
+        ),
+    ] {
+        let mut pairs = vec![(key, value)];
+        if key.ends_with("SECRET") {
+            pairs.push(("IGGY_HTTP_JWT_USE_BASE64_SECRET", "true"));
+        }
+        let error = Config::load(None, &environment(&pairs), BUILT).unwrap_err();
+        assert!(error.to_string().contains(named), "{error}");
+    }
 }

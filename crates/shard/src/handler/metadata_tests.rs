@@ -54,6 +54,7 @@ fn fixture() -> Fixture {
         node_ip: "127.0.0.1".into(),
         tcp_port: 8090,
         websocket_port: 0,
+        http_port: 0,
         quic_port: 0,
         started_at_us: 0,
         logins: crate::login_limit::LoginLimits::default(),

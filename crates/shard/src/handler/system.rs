@@ -86,8 +86,8 @@ fn cluster_metadata(server: &Server) -> ClusterMetadata {
         ip: info.node_ip.clone(),
         tcp_port: info.tcp_port,
         quic_port: info.quic_port,
-        http_port: 0,
         websocket_port: info.websocket_port,
+        http_port: info.http_port,
         role: NodeRole::Leader,
         status: NodeStatus::Healthy,
     };

@@ -1,0 +1,487 @@
+//! The core's typed replies as the JSON of PROTOCOL.md §9: the HTTP API's encoder of the
+//! values the binary protocol encodes in `proto`.
+//!
+//! Timestamps and durations are µs numbers; byte sizes are plain integers (the SDK's
+//! byte-size reader takes numbers as well as its human-readable strings, and a number is
+//! exact); payloads and raw header bytes are standard base64.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use proto::Dialect;
+use proto::batch::{Integrity, Records};
+use proto::commands::groups::{ConsumerGroupDetails, ConsumerGroupResponse};
+use proto::commands::messages::{PolledMessages, SendConfirmations};
+use proto::commands::offsets::ConsumerOffset;
+use proto::commands::streams::{StreamDetails, StreamResponse};
+use proto::commands::system::{
+    ClientDetails, ClientInfo, ClusterMetadata, NodeRole, NodeStatus, OptionDescriptor,
+    OptionDescriptors, Stats, Transport,
+};
+use proto::commands::tokens::{PersonalAccessTokenInfo, RawPersonalAccessToken};
+use proto::commands::topics::{PartitionResponse, TopicDetails, TopicHeader};
+use proto::commands::users::{UserDetails, UserResponse, UserStatus};
+use proto::header::PartitionContext;
+use proto::primitives::{HeaderKind, OptionsBlock, Permissions, UserHeaders};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::error::ApiError;
+use crate::values::{kind_name, text};
+
+/// A byte size.
+fn size(bytes: u64) -> Value {
+    json!(bytes)
+}
+
+/// The options object: explicit entries, then derived ones not already there.
+fn options(explicit: &OptionsBlock, derived: &OptionsBlock) -> Value {
+    let mut out = Map::new();
+    let entries = explicit
+        .0
+        .iter()
+        .map(|entry| (entry, true))
+        .chain(derived.0.iter().map(|entry| (entry, false)));
+    for ((key, value), explicit) in entries {
+        if out.contains_key(key.as_str()) {
+            continue;
+        }
+        let kind = HeaderKind::from_u8(value.kind).map_or("raw", kind_name);
+        out.insert(
+            key.as_str().to_owned(),
+            json!({"value": text(value), "kind": kind, "explicit": explicit}),
+        );
+    }
+    Value::Object(out)
+}
+
+fn context(context: PartitionContext) -> Value {
+    json!({
+        "incarnation": context.incarnation,
+        "owner_generation": context.owner_generation,
+        "metadata_op": context.metadata_op,
+    })
+}
+
+pub fn stream(stream: &StreamResponse) -> Value {
+    json!({
+        "id": stream.id,
+        "created_at": stream.created_at_micros,
+        "name": stream.name.as_str(),
+        "size": size(stream.size_bytes),
+        "messages_count": stream.messages_count,
+        "topics_count": stream.topics_count,
+        "options": options(&stream.options, &stream.derived_options),
+    })
+}
+
+pub fn stream_details(details: &StreamDetails) -> Value {
+    let mut value = stream(&details.stream);
+    value["topics"] = details.topics.iter().map(topic).collect();
+    value
+}
+
+pub fn topic(topic: &TopicHeader) -> Value {
+    json!({
+        "id": topic.id,
+        "created_at": topic.created_at_micros,
+        "name": topic.name.as_str(),
+        "size": size(topic.size_bytes),
+        "messages_count": topic.messages_count,
+        "partitions_count": topic.partitions_count,
+        "options": options(&topic.options, &topic.derived_options),
+    })
+}
+
+pub fn topic_details(details: &TopicDetails) -> Value {
+    let mut value = topic(&details.topic);
+    value["partitions"] = details.partitions.iter().map(partition).collect();
+    value
+}
+
+fn partition(partition: &PartitionResponse) -> Value {
+    json!({
+        "id": partition.id,
+        "created_at": partition.created_at_micros,
+        "segments_count": partition.segments_count,
+        "current_offset": partition.current_offset,
+        "size": size(partition.size_bytes),
+        "messages_count": partition.messages_count,
+        "context": context(partition.context),
+        "members": partition.members.as_slice(),
+        "in_sync_members": partition.in_sync_members.as_slice(),
+    })
+}
+
+pub fn group(group: &ConsumerGroupResponse) -> Value {
+    json!({
+        "id": group.id,
+        "name": group.name.as_str(),
+        "partitions_count": group.partitions_count,
+        "members_count": group.members_count,
+    })
+}
+
+pub fn group_details(details: &ConsumerGroupDetails) -> Value {
+    let mut value = group(&details.group);
+    value["members"] = details
+        .members
+        .iter()
+        .map(|member| {
+            json!({
+                "id": member.id,
+                "partitions_count": member.partition_ids.len(),
+                "partitions": member.partition_ids,
+            })
+        })
+        .collect();
+    value
+}
+
+pub fn offset(offset: &ConsumerOffset) -> Value {
+    json!({
+        "partition_id": offset.partition_id,
+        "current_offset": offset.current_offset,
+        "stored_offset": offset.stored_offset,
+    })
+}
+
+fn status(status: UserStatus) -> &'static str {
+    match status {
+        UserStatus::Active => "active",
+        UserStatus::Inactive => "inactive",
+    }
+}
+
+pub fn user(user: &UserResponse) -> Value {
+    json!({
+        "id": user.id,
+        "created_at": user.created_at,
+        "status": status(user.status),
+        "username": user.username.as_str(),
+        "options": options(&user.options, &user.derived_options),
+    })
+}
+
+pub fn user_details(details: &UserDetails) -> Value {
+    let mut value = user(&details.user);
+    value["permissions"] = details
+        .permissions
+        .as_ref()
+        .map_or(Value::Null, permissions);
+    value
+}
+
+pub fn permissions(permissions: &Permissions) -> Value {
+    let global = &permissions.global;
+    let streams: Map<String, Value> = permissions
+        .streams
+        .iter()
+        .map(|(id, stream)| {
+            let topics: Map<String, Value> = stream
+                .topics
+                .iter()
+                .map(|(id, topic)| {
+                    let value = json!({
+                        "manage_topic": topic.manage_topic,
+                        "read_topic": topic.read_topic,
+                        "poll_messages": topic.poll_messages,
+                        "send_messages": topic.send_messages,
+                    });
+                    (id.to_string(), value)
+                })
+                .collect();
+            let value = json!({
+                "manage_stream": stream.manage_stream,
+                "read_stream": stream.read_stream,
+                "manage_topics": stream.manage_topics,
+                "read_topics": stream.read_topics,
+                "poll_messages": stream.poll_messages,
+                "send_messages": stream.send_messages,
+                "topics": if topics.is_empty() { Value::Null } else { Value::Object(topics) },
+            });
+            (id.to_string(), value)
+        })
+        .collect();
+    json!({
+        "global": {
+            "manage_servers": global.manage_servers,
+            "read_servers": global.read_servers,
+            "manage_users": global.manage_users,
+            "read_users": global.read_users,
+            "manage_streams": global.manage_streams,
+            "read_streams": global.read_streams,
+            "manage_topics": global.manage_topics,
+            "read_topics": global.read_topics,
+            "poll_messages": global.poll_messages,
+            "send_messages": global.send_messages,
+        },
+        "streams": if streams.is_empty() { Value::Null } else { Value::Object(streams) },
+    })
+}
+
+pub fn token_info(token: &PersonalAccessTokenInfo) -> Value {
+    // 0 is "never expires" on the wire.
+    let expiry = (token.expiry_at != 0).then_some(token.expiry_at);
+    json!({"name": token.name.as_str(), "expiry_at": expiry})
+}
+
+pub fn raw_token(token: &RawPersonalAccessToken) -> Value {
+    json!({"token": token.token.expose()})
+}
+
+fn transport(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Tcp => "TCP",
+        Transport::Quic => "QUIC",
+        Transport::Http => "HTTP",
+        Transport::WebSocket => "WebSocket",
+    }
+}
+
+fn user_id(user_id: u32) -> Value {
+    if user_id == ClientInfo::USER_ID_UNAUTHENTICATED {
+        Value::Null
+    } else {
+        json!(user_id)
+    }
+}
+
+pub fn client(client: &ClientInfo) -> Value {
+    json!({
+        "client_id": client.client_id,
+        "user_id": user_id(client.user_id),
+        "address": client.address,
+        "transport": transport(client.transport),
+        "consumer_groups_count": client.consumer_groups_count,
+    })
+}
+
+pub fn client_details(client: &ClientDetails) -> Value {
+    let groups: Vec<Value> = client
+        .consumer_groups
+        .iter()
+        .map(|group| {
+            json!({
+                "stream_id": group.stream_id,
+                "topic_id": group.topic_id,
+                "group_id": group.group_id,
+            })
+        })
+        .collect();
+    json!({
+        "client_id": client.client_id,
+        "user_id": user_id(client.user_id),
+        "address": client.address,
+        "transport": transport(client.transport),
+        "consumer_groups_count": groups.len(),
+        "consumer_groups": groups,
+    })
+}
+
+pub fn stats(stats: &Stats) -> Value {
+    let cache: Map<String, Value> = stats
+        .cache_metrics
+        .iter()
+        .map(|metric| {
+            let key = format!(
+                "{}-{}-{}",
+                metric.stream_id, metric.topic_id, metric.partition_id
+            );
+            let value = json!({
+                "hits": metric.hits,
+                "misses": metric.misses,
+                "hit_ratio": metric.hit_ratio,
+            });
+            (key, value)
+        })
+        .collect();
+    let semver = (stats.iggy_server_semver != 0).then_some(stats.iggy_server_semver);
+    json!({
+        "process_id": stats.process_id,
+        "cpu_usage": stats.cpu_usage,
+        "total_cpu_usage": stats.total_cpu_usage,
+        "memory_usage": size(stats.memory_usage),
+        "total_memory": size(stats.total_memory),
+        "available_memory": size(stats.available_memory),
+        "run_time": stats.run_time,
+        "start_time": stats.start_time,
+        "read_bytes": size(stats.read_bytes),
+        "written_bytes": size(stats.written_bytes),
+        "messages_size_bytes": size(stats.messages_size_bytes),
+        "streams_count": stats.streams_count,
+        "topics_count": stats.topics_count,
+        "partitions_count": stats.partitions_count,
+        "segments_count": stats.segments_count,
+        "messages_count": stats.messages_count,
+        "clients_count": stats.clients_count,
+        "consumer_groups_count": stats.consumer_groups_count,
+        "hostname": stats.hostname,
+        "os_name": stats.os_name,
+        "os_version": stats.os_version,
+        "kernel_version": stats.kernel_version,
+        "iggy_server_version": stats.iggy_server_version,
+        "iggy_server_semver": semver,
+        "cache_metrics": cache,
+        "threads_count": stats.threads_count,
+        "free_disk_space": size(stats.free_disk_space),
+        "total_disk_space": size(stats.total_disk_space),
+        "open_files_count": stats.open_files_count,
+        "open_files_limit": stats.open_files_limit,
+    })
+}
+
+pub fn cluster(metadata: &ClusterMetadata) -> Value {
+    let nodes: Vec<Value> = metadata
+        .nodes
+        .iter()
+        .map(|node| {
+            let role = match node.role {
+                NodeRole::Leader => "leader",
+                NodeRole::Follower => "follower",
+            };
+            let status = match node.status {
+                NodeStatus::Healthy => "healthy",
+                NodeStatus::Starting => "starting",
+                NodeStatus::Stopping => "stopping",
+                NodeStatus::Unreachable => "unreachable",
+                NodeStatus::Maintenance => "maintenance",
+            };
+            json!({
+                "replica_id": node.replica_id,
+                "name": node.name,
+                "ip": node.ip,
+                "endpoints": {
+                    "tcp": node.tcp_port,
+                    "quic": node.quic_port,
+                    "http": node.http_port,
+                    "websocket": node.websocket_port,
+                },
+                "role": role,
+                "status": status,
+            })
+        })
+        .collect();
+    json!({"name": metadata.name, "nodes": nodes})
+}
+
+pub fn option_specs(descriptors: &OptionDescriptors) -> Value {
+    let flag = |descriptor: &OptionDescriptor, bit: u8| descriptor.flags & bit != 0;
+    descriptors
+        .0
+        .iter()
+        .map(|descriptor| {
+            json!({
+                "key": descriptor.key.as_str(),
+                "kind": kind_name(descriptor.kind),
+                "updatable": flag(descriptor, OptionDescriptor::FLAG_UPDATABLE),
+                "resettable": flag(descriptor, OptionDescriptor::FLAG_RESETTABLE),
+                "secret": flag(descriptor, OptionDescriptor::FLAG_SECRET),
+                "read_only": flag(descriptor, OptionDescriptor::FLAG_READ_ONLY),
+                "critical": flag(descriptor, OptionDescriptor::FLAG_CRITICAL),
+                "default_value": descriptor.default_value,
+                "description": descriptor.description,
+            })
+        })
+        .collect()
+}
+
+pub fn confirmations(confirmations: &SendConfirmations) -> Value {
+    let list: Vec<Value> = confirmations
+        .0
+        .iter()
+        .map(|confirmation| {
+            json!({
+                "stream_id": confirmation.stream_id,
+                "topic_id": confirmation.topic_id,
+                "partition_id": confirmation.partition_id,
+                "base_offset": confirmation.base_offset,
+            })
+        })
+        .collect();
+    json!({"confirmations": list})
+}
+
+/// The 64-byte header form of a polled message (§5.3). Typed, not a `Value`: the id is a
+/// `u128`, which a `Value` cannot hold but the serializer writes as a plain integer.
+#[derive(Serialize)]
+struct PolledHeader {
+    checksum: u64,
+    id: u128,
+    offset: u64,
+    timestamp: u64,
+    origin_timestamp: u64,
+    user_headers_length: u32,
+    payload_length: u32,
+    reserved: u64,
+}
+
+#[derive(Serialize)]
+struct PolledMessage {
+    header: PolledHeader,
+    payload: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_headers: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct Polled {
+    context: Value,
+    partition_id: u32,
+    current_offset: u64,
+    count: usize,
+    messages: Vec<PolledMessage>,
+}
+
+/// A poll reply with every message, as JSON bytes.
+pub fn polled(polled: &PolledMessages<'_>) -> Result<Vec<u8>, ApiError> {
+    let mut messages = Vec::new();
+    for batch in Records::new(polled.records, Dialect::V0_12_2, Integrity::LayoutOnly, 0) {
+        let batch = batch.map_err(|error| ApiError::Internal(format!("polled batch: {error}")))?;
+        let head = batch.header();
+        for message in batch.messages() {
+            let frame = message.header;
+            let user_headers = if message.user_headers.is_empty() {
+                None
+            } else {
+                Some(user_headers(message.user_headers)?)
+            };
+            messages.push(PolledMessage {
+                header: PolledHeader {
+                    checksum: frame.checksum.get(),
+                    id: frame.id.get(),
+                    offset: head.base_offset.get() + u64::from(frame.offset_delta.get()),
+                    timestamp: head.base_timestamp.get(),
+                    origin_timestamp: head.origin_timestamp.get()
+                        + u64::from(frame.timestamp_delta.get()),
+                    user_headers_length: frame.user_headers_length.get(),
+                    payload_length: frame.payload_length.get(),
+                    reserved: 0,
+                },
+                payload: STANDARD.encode(message.payload),
+                user_headers,
+            });
+        }
+    }
+    let reply = Polled {
+        context: context(polled.context),
+        partition_id: polled.partition_id,
+        current_offset: polled.current_offset,
+        count: messages.len(),
+        messages,
+    };
+    serde_json::to_vec(&reply).map_err(|error| ApiError::Internal(error.to_string()))
+}
+
+fn user_headers(block: &[u8]) -> Result<Value, ApiError> {
+    let headers = UserHeaders::decode(block)
+        .map_err(|error| ApiError::Internal(format!("user headers: {error}")))?;
+    let entry = |entry: &proto::primitives::TlvEntry| {
+        let kind = HeaderKind::from_u8(entry.kind).map_or("raw", kind_name);
+        json!({"kind": kind, "value": STANDARD.encode(entry.data.as_bytes())})
+    };
+    Ok(headers
+        .0
+        .iter()
+        .map(|(key, value)| json!({"key": entry(key), "value": entry(value)}))
+        .collect())
+}

@@ -1,0 +1,224 @@
+//! The HTTP listener: accepts connections (TLS optional), reads requests one at a time per
+//! connection, answers each through the [`Api`], and keeps the connection while both sides
+//! want it. Requests of different connections run concurrently on the listener's shard.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use compio::io::compat::AsyncStream;
+use compio::net::{TcpListener, TcpStream};
+use futures_util::future::{Either, select};
+use futures_util::{AsyncRead, AsyncWrite};
+use transport::ConnectionHandler;
+use transport::listen::{Shared, accept_until};
+
+use crate::api::{Api, Now};
+use crate::auth::Credentials;
+use crate::cors::Cors;
+use crate::error::ApiError;
+use crate::jwt::{Jwt, JwtSettings};
+use crate::wire::{Conn, Limits, ReadError};
+
+/// The listener's settings (`[http]`, `[http.jwt]`, `[http.cors]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    pub address: SocketAddr,
+    pub connections_max: usize,
+    pub limits: Limits,
+    /// How long a response may wait for the client to take it.
+    pub write_timeout: Duration,
+    /// How long the TLS handshake may take.
+    pub handshake_grace: Duration,
+    pub cors: Cors,
+    pub jwt: JwtSettings,
+    /// Credentials (tokens and bearer sessions) held at once.
+    pub sessions_max: usize,
+}
+
+/// Binding the listener failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("bind HTTP listener on {address}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("read the local address of the HTTP listener")]
+    LocalAddress(#[source] io::Error),
+}
+
+/// A bound listener, not yet accepting.
+pub struct HttpServer {
+    listener: TcpListener,
+    config: HttpConfig,
+    local_address: SocketAddr,
+    #[cfg(feature = "tls")]
+    tls: Option<compio_tls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("HttpServer")
+            .field("local_address", &self.local_address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Binds `config.address`, retrying a port still held.
+    pub async fn bind(config: HttpConfig) -> Result<Self, ListenError> {
+        let address = config.address;
+        let listener = transport::listen::bind(address)
+            .await
+            .map_err(|source| ListenError::Bind { address, source })?;
+        let local_address = listener.local_addr().map_err(ListenError::LocalAddress)?;
+        Ok(Self {
+            listener,
+            config,
+            local_address,
+            #[cfg(feature = "tls")]
+            tls: None,
+        })
+    }
+
+    /// Serves HTTPS: TLS with `tls` under every connection.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn with_tls(mut self, tls: rustls::ServerConfig) -> Self {
+        self.tls = Some(compio_tls::TlsAcceptor::from(std::sync::Arc::new(tls)));
+        self
+    }
+
+    pub fn local_address(&self) -> SocketAddr {
+        self.local_address
+    }
+
+    /// Serves every connection on the current runtime with `handler` until `shutdown`
+    /// completes, then lets the requests being answered finish.
+    pub async fn serve<H>(self, handler: Rc<H>, shutdown: impl Future<Output = ()>)
+    where
+        H: ConnectionHandler + 'static,
+    {
+        let config = Rc::new(self.config);
+        let jwt = Jwt::new(config.jwt.clone());
+        let api = Rc::new(Api::new(
+            handler,
+            Credentials::new(jwt, config.sessions_max),
+        ));
+        #[cfg(feature = "tls")]
+        let tls = self.tls.clone();
+        let serve = |stream: TcpStream, peer: SocketAddr, shared: Rc<Shared>| {
+            let api = Rc::clone(&api);
+            let config = Rc::clone(&config);
+            #[cfg(feature = "tls")]
+            let tls = tls.clone();
+            async move {
+                let _ = stream.set_nodelay(true);
+                #[cfg(feature = "tls")]
+                if let Some(acceptor) = tls {
+                    let handshake = acceptor.accept(stream);
+                    match compio::time::timeout(config.handshake_grace, handshake).await {
+                        Ok(Ok(stream)) => {
+                            serve_connection(stream, peer, &api, &config, &shared).await;
+                        }
+                        Ok(Err(error)) => log::info!("http: {peer}: TLS handshake failed: {error}"),
+                        Err(_elapsed) => log::info!("http: {peer}: TLS handshake timed out"),
+                    }
+                    return;
+                }
+                // Pinned on the heap: the adapter is not `Unpin`.
+                let stream = Box::pin(AsyncStream::new(stream));
+                serve_connection(stream, peer, &api, &config, &shared).await;
+            }
+        };
+        accept_until(
+            "http",
+            &self.listener,
+            config.connections_max,
+            serve,
+            shutdown,
+        )
+        .await;
+    }
+}
+
+fn now() -> Now {
+    let unix_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+        });
+    Now { unix_us }
+}
+
+/// Serves one connection: request, response, until either side ends it.
+async fn serve_connection<S, H>(
+    stream: S,
+    peer: SocketAddr,
+    api: &Api<H>,
+    config: &HttpConfig,
+    shared: &Shared,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    H: ConnectionHandler,
+{
+    let mut conn = Conn::new(stream);
+    loop {
+        let read = {
+            let read = conn.read_request(&config.limits);
+            match select(pin!(read), pin!(shared.stopping())).await {
+                Either::Left((read, _)) => read,
+                Either::Right(((), _)) => return,
+            }
+        };
+        let request = match read {
+            Ok(request) => request,
+            Err(error) => return refuse(&mut conn, peer, error, config).await,
+        };
+        let response = if config.cors.is_preflight(&request) {
+            config.cors.preflight(&request)
+        } else {
+            api.handle(peer, &request, now()).await
+        };
+        let response = config.cors.apply(&request, response);
+        let keep_alive = request.keep_alive;
+        let head_only = request.method == http::Method::HEAD;
+        let written = conn
+            .write_response(&response, keep_alive, head_only, config.write_timeout)
+            .await;
+        if let Err(error) = written {
+            return log::info!("http: {peer}: {error}");
+        }
+        if !keep_alive {
+            return;
+        }
+    }
+}
+
+/// Ends a connection whose next request could not be read: a refusal gets its status first.
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<S>,
+    peer: SocketAddr,
+    error: ReadError,
+    config: &HttpConfig,
+) {
+    match error {
+        ReadError::Closed => {}
+        ReadError::TimedOut => log::debug!("http: {peer}: idle or slow request; closed"),
+        ReadError::Io(error) => log::debug!("http: {peer}: {error}"),
+        ReadError::Refused { status, reason } => {
+            log::info!("http: {peer}: {status} {reason}; closed");
+            let mut response = ApiError::invalid(reason, "request").response();
+            response.status = status;
+            let _ = conn
+                .write_response(&response, false, false, config.write_timeout)
+                .await;
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! HTTP/1.1 messages on a byte stream: a request read whole under size and time limits, a
+//! response written whole.
+//!
+//! The head is parsed by `httparse`; the body comes by `Content-Length` or chunked transfer
+//! coding, never both (a request with both is refused: two lengths invite request smuggling).
+//! A body over the limit is refused from its declared length before it is read; a chunked one
+//! as soon as it passes the limit. Keep-alive follows HTTP/1.1 (HTTP/1.0 closes unless asked).
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use futures_util::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use http::{Method, StatusCode};
+
+/// Headers a request may carry.
+const HEADERS_MAX: usize = 64;
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What one connection may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The request line and headers together.
+    pub head_size_max: usize,
+    /// The body after transfer decoding (`[http] max_request_size`).
+    pub body_size_max: usize,
+    /// How long a request may take to arrive once its first byte has.
+    pub request_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+}
+
+/// One request as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: Method,
+    /// The request target as sent: path and query, still percent-encoded.
+    pub target: String,
+    /// Header names in lower case, values as sent (invalid UTF-8 dropped).
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Whether the connection stays open after the response.
+    pub keep_alive: bool,
+}
+
+impl Request {
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Why no request came.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The peer closed between requests: the normal end of a connection.
+    #[error("closed")]
+    Closed,
+    #[error("timed out")]
+    TimedOut,
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The request cannot be served; the connection gets this status, then closes.
+    #[error("{status}: {reason}")]
+    Refused {
+        status: StatusCode,
+        reason: &'static str,
+    },
+}
+
+impl ReadError {
+    fn refused(status: StatusCode, reason: &'static str) -> Self {
+        Self::Refused { status, reason }
+    }
+
+    fn bad(reason: &'static str) -> Self {
+        Self::refused(StatusCode::BAD_REQUEST, reason)
+    }
+}
+
+/// One response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn new(status: StatusCode) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub fn with_body(status: StatusCode, content_type: &str, body: Vec<u8>) -> Self {
+        Self::new(status)
+            .header("content-type", content_type.to_owned())
+            .body(body)
+    }
+
+    pub fn header(mut self, name: &'static str, value: String) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    pub fn body(mut self, body: Vec<u8>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// The response as bytes; `head_only` leaves out the body (a HEAD request) but not its
+    /// length.
+    pub fn encode(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.body.len());
+        let reason = self.status.canonical_reason().unwrap_or("Unknown");
+        out.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", self.status.as_u16()).as_bytes());
+        for (name, value) in &self.headers {
+            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let connection = if keep_alive { "keep-alive" } else { "close" };
+        let length = self.body.len();
+        out.extend_from_slice(
+            format!("content-length: {length}\r\nconnection: {connection}\r\n\r\n").as_bytes(),
+        );
+        if !head_only {
+            out.extend_from_slice(&self.body);
+        }
+        out
+    }
+}
+
+/// A connection's stream and the bytes read past the last request (pipelined requests).
+#[derive(Debug)]
+pub struct Conn<S> {
+    stream: S,
+    buffer: Vec<u8>,
+    /// Where each read lands before it joins `buffer` (on the heap: a future holding it on
+    /// the stack would be as large).
+    chunk: Vec<u8>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn new(stream: S) -> Self {
+        Self {
+            stream,
+            buffer: Vec::new(),
+            chunk: vec![0; READ_CHUNK],
+        }
+    }
+
+    /// Reads the next request: the first byte within the idle timeout, the rest within the
+    /// request timeout.
+    pub async fn read_request(&mut self, limits: &Limits) -> Result<Request, ReadError> {
+        if self.buffer.is_empty() {
+            let read = self.fill(limits.idle_timeout).await?;
+            if read == 0 {
+                return Err(ReadError::Closed);
+            }
+        }
+        let deadline = Instant::now() + limits.request_timeout;
+        let (head, head_length) = loop {
+            if let Some(parsed) = parse_head(&self.buffer)? {
+                break parsed;
+            }
+            if self.buffer.len() >= limits.head_size_max {
+                return Err(ReadError::refused(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "request head too large",
+                ));
+            }
+            self.fill_until(deadline).await?;
+        };
+        if head_length > limits.head_size_max {
+            return Err(ReadError::refused(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "request head too large",
+            ));
+        }
+        self.buffer.drain(..head_length);
+        let body = match head.framing()? {
+            Framing::None => Vec::new(),
+            Framing::Length(length) => {
+                if length > limits.body_size_max {
+                    return Err(too_large());
+                }
+                self.continue_if_expected(&head).await?;
+                self.read_exact_body(length, deadline).await?
+            }
+            Framing::Chunked => {
+                self.continue_if_expected(&head).await?;
+                self.read_chunked(limits.body_size_max, deadline).await?
+            }
+        };
+        Ok(Request {
+            keep_alive: head.keep_alive(),
+            method: head.method,
+            target: head.target,
+            headers: head.headers,
+            body,
+        })
+    }
+
+    /// Writes `response` whole within `timeout` (a client that stops reading loses its
+    /// connection, not the server's memory).
+    pub async fn write_response(
+        &mut self,
+        response: &Response,
+        keep_alive: bool,
+        head_only: bool,
+        timeout: Duration,
+    ) -> io::Result<()> {
+        let bytes = response.encode(keep_alive, head_only);
+        self.write_all(&bytes, timeout).await
+    }
+
+    async fn write_all(&mut self, bytes: &[u8], timeout: Duration) -> io::Result<()> {
+        let write = async {
+            self.stream.write_all(bytes).await?;
+            self.stream.flush().await
+        };
+        compio::time::timeout(timeout, write)
+            .await
+            .map_err(|_elapsed| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+    }
+
+    async fn continue_if_expected(&mut self, head: &Head) -> Result<(), ReadError> {
+        let expects = head
+            .header("expect")
+            .is_some_and(|value| value.eq_ignore_ascii_case("100-continue"));
+        if expects && self.buffer.is_empty() {
+            let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+            self.write_all(interim, Duration::from_secs(10)).await?;
+        }
+        Ok(())
+    }
+
+    async fn read_exact_body(
+        &mut self,
+        length: usize,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ReadError> {
+        while self.buffer.len() < length {
+            self.fill_until(deadline).await?;
+        }
+        let rest = self.buffer.split_off(length);
+        Ok(std::mem::replace(&mut self.buffer, rest))
+    }
+
+    async fn read_chunked(&mut self, max: usize, deadline: Instant) -> Result<Vec<u8>, ReadError> {
+        let mut body = Vec::new();
+        loop {
+            let (start, size) = loop {
+                match httparse::parse_chunk_size(&self.buffer) {
+                    Ok(httparse::Status::Complete(parsed)) => break parsed,
+                    Ok(httparse::Status::Partial) if self.buffer.len() < 1024 => {
+                        self.fill_until(deadline).await?;
+                    }
+                    _ => return Err(ReadError::bad("bad chunk size")),
+                }
+            };
+            let size = usize::try_from(size).map_err(|_overflow| too_large())?;
+            if body.len().saturating_add(size) > max {
+                return Err(too_large());
+            }
+            if size == 0 {
+                self.buffer.drain(..start);
+                return self.skip_trailers(deadline).await.map(|()| body);
+            }
+            let end = start.saturating_add(size).saturating_add(2);
+            while self.buffer.len() < end {
+                self.fill_until(deadline).await?;
+            }
+            if self.buffer.get(end - 2..end) != Some(b"\r\n") {
+                return Err(ReadError::bad("chunk not followed by CRLF"));
+            }
+            body.extend_from_slice(self.buffer.get(start..end - 2).unwrap_or_default());
+            self.buffer.drain(..end);
+        }
+    }
+
+    /// Reads past the trailer section after the last chunk (trailers are ignored).
+    async fn skip_trailers(&mut self, deadline: Instant) -> Result<(), ReadError> {
+        loop {
+            if let Some(line_end) = self.buffer.windows(2).position(|pair| pair == b"\r\n") {
+                self.buffer.drain(..line_end + 2);
+                if line_end == 0 {
+                    return Ok(());
+                }
+                continue;
+            }
+            if self.buffer.len() > 8 * 1024 {
+                return Err(ReadError::bad("trailers too large"));
+            }
+            self.fill_until(deadline).await?;
+        }
+    }
+
+    async fn fill_until(&mut self, deadline: Instant) -> Result<(), ReadError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.fill(left).await? {
+            0 => Err(ReadError::Io(io::ErrorKind::UnexpectedEof.into())),
+            _ => Ok(()),
+        }
+    }
+
+    async fn fill(&mut self, timeout: Duration) -> Result<usize, ReadError> {
+        let read = compio::time::timeout(timeout, self.stream.read(&mut self.chunk))
+            .await
+            .map_err(|_elapsed| ReadError::TimedOut)??;
+        self.buffer
+            .extend_from_slice(self.chunk.get(..read).unwrap_or_default());
+        Ok(read)
+    }
+}
+
+fn too_large() -> ReadError {
+    ReadError::refused(StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
+}
+
+/// A parsed request head.
+struct Head {
+    method: Method,
+    target: String,
+    /// HTTP/1.x minor version.
+    minor: u8,
+    headers: Vec<(String, String)>,
+}
+
+enum Framing {
+    None,
+    Length(usize),
+    Chunked,
+}
+
+impl Head {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn framing(&self) -> Result<Framing, ReadError> {
+        let mut lengths = self
+            .headers
+            .iter()
+            .filter(|(key, _)| key == "content-length");
+        let length = lengths.next().map(|(_, value)| value);
+        if lengths.any(|(_, other)| Some(other) != length) {
+            return Err(ReadError::bad("conflicting content-length"));
+        }
+        match (self.header("transfer-encoding"), length) {
+            (Some(_), Some(_)) => Err(ReadError::bad("content-length with transfer-encoding")),
+            (Some(coding), None) => {
+                let last = coding.rsplit(',').next().unwrap_or_default().trim();
+                if last.eq_ignore_ascii_case("chunked") && !coding.contains(',') {
+                    Ok(Framing::Chunked)
+                } else {
+                    Err(ReadError::refused(
+                        StatusCode::NOT_IMPLEMENTED,
+                        "transfer coding other than chunked",
+                    ))
+                }
+            }
+            (None, Some(length)) => {
+                let valid = !length.is_empty() && length.bytes().all(|b| b.is_ascii_digit());
+                let parsed = valid.then(|| length.parse::<usize>().ok()).flatten();
+                parsed
+                    .map(Framing::Length)
+                    .ok_or_else(|| ReadError::bad("bad content-length"))
+            }
+            (None, None) => Ok(Framing::None),
+        }
+    }
+
+    fn keep_alive(&self) -> bool {
+        let connection = self.header("connection").unwrap_or_default();
+        let has = |token: &str| {
+            connection
+                .split(',')
+                .any(|part| part.trim().eq_ignore_ascii_case(token))
+        };
+        if self.minor == 0 {
+            has("keep-alive")
+        } else {
+            !has("close")
+        }
+    }
+}
+
+/// The head at the start of `buffer` and its length, or `None` if it has not all arrived.
+fn parse_head(buffer: &[u8]) -> Result<Option<(Head, usize)>, ReadError> {
+    let mut headers = [httparse::EMPTY_HEADER; HEADERS_MAX];
+    let mut request = httparse::Request::new(&mut headers);
+    let length = match request.parse(buffer) {
+        Ok(httparse::Status::Complete(length)) => length,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(ReadError::refused(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "too many headers",
+            ));
+        }
+        Err(_malformed) => return Err(ReadError::bad("malformed request head")),
+    };
+    let method = request
+        .method
+        .and_then(|method| Method::from_bytes(method.as_bytes()).ok())
+        .ok_or_else(|| ReadError::bad("bad method"))?;
+    let target = request.path.unwrap_or("/").to_owned();
+    let minor = request.version.unwrap_or(1);
+    let headers = request
+        .headers
+        .iter()
+        .filter_map(|header| {
+            let value = std::str::from_utf8(header.value).ok()?;
+            Some((header.name.to_ascii_lowercase(), value.trim().to_owned()))
+        })
+        .collect();
+    let head = Head {
+        method,
+        target,
+        minor,
+        headers,
+    };
+    Ok(Some((head, length)))
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
