@@ -14,12 +14,13 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 8] = [
+const FEATURES: [&str; 9] = [
     "tcp",
     "quic",
     "ws",
     "http",
     "minimal,tls",
+    "minimal,io-uring",
     "minimal,bench",
     "minimal",
     "full",

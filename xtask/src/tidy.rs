@@ -43,10 +43,11 @@ const FIELD_NAMES_ARE_FOR_LOGS: &str =
 /// The shard's runtime edge: the only files of `crates/shard/src` that may name the runtime
 /// (`compio`) or the channels between threads (`crossfire`). Everything else in the shard is
 /// logic the simulator and the tests drive directly.
-const SHARD_EDGE: [&str; 11] = [
+const SHARD_EDGE: [&str; 12] = [
     "crates/shard/src/check.rs",
     "crates/shard/src/clock.rs",
     "crates/shard/src/data/mod.rs",
+    "crates/shard/src/disk.rs",
     "crates/shard/src/data/partition.rs",
     "crates/shard/src/data/signal.rs",
     "crates/shard/src/hashing.rs",

@@ -49,6 +49,7 @@ pub(crate) fn features() -> Vec<&'static str> {
         .map(|&(feature, _, built)| (feature, built))
         .chain([
             ("tls", cfg!(feature = "tls")),
+            ("io-uring", cfg!(feature = "io-uring")),
             ("bench", cfg!(feature = "bench")),
         ])
         .filter_map(|(name, on)| on.then_some(name))
@@ -62,6 +63,17 @@ pub(crate) fn transports() -> Vec<&'static str> {
         .iter()
         .filter_map(|&(_, section, built)| built.then_some(section))
         .collect()
+}
+
+/// The file backend `[system] io_backend` names, refused when the build lacks it.
+pub(crate) fn io_backend(config: &Config) -> Result<shard::disk::Backend, BindError> {
+    if config.io_backend == shard::disk::Backend::IoUring && !cfg!(feature = "io-uring") {
+        return Err(BindError::Missing {
+            key: "system.io_backend = \"io_uring\"",
+            feature: "io-uring",
+        });
+    }
+    Ok(config.io_backend)
 }
 
 /// A listener failed to bind, or the config asks for what the build lacks.
@@ -92,6 +104,14 @@ pub(crate) enum BindError {
     )]
     NotBuilt {
         section: &'static str,
+        feature: &'static str,
+    },
+    #[error(
+        "`{key}`, but this binary was built without feature `{feature}` (build with \
+         `--features {feature}` or `full`)"
+    )]
+    Missing {
+        key: &'static str,
         feature: &'static str,
     },
     #[cfg(feature = "tls")]

@@ -25,6 +25,7 @@ const NON_KEY_VARIABLES: [&str; 3] = [
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
     pub(crate) system_path: PathBuf,
+    pub(crate) io_backend: shard::disk::Backend,
     pub(crate) cpu_allocation: String,
     pub(crate) pin_cores: bool,
     pub(crate) memory_pool_enabled: bool,
@@ -239,6 +240,7 @@ impl Config {
         let frame_size = view.size("message_bus.max_message_size")?;
         Ok(Self {
             system_path: PathBuf::from(view.string("system.path")?),
+            io_backend: view.io_backend("system.io_backend")?,
             cpu_allocation: view.cpu_allocation("system.sharding.cpu_allocation")?,
             pin_cores: view.bool("system.sharding.pin_cores")?,
             memory_pool_enabled: view.bool("system.memory_pool.enabled")?,
@@ -525,6 +527,17 @@ impl View<'_> {
             cert_file: PathBuf::from(self.string(&format!("{section}.cert_file"))?),
             key_file: PathBuf::from(self.string(&format!("{section}.key_file"))?),
         })
+    }
+
+    fn io_backend(&self, path: &str) -> Result<shard::disk::Backend, ConfigError> {
+        match self.string(path)?.as_str() {
+            "compio" => Ok(shard::disk::Backend::Compio),
+            "io_uring" => Ok(shard::disk::Backend::IoUring),
+            other => {
+                let reason = format!("`{other}`: expected \"compio\" or \"io_uring\"");
+                Err(Self::invalid(path, reason))
+            }
+        }
     }
 
     fn strings(&self, path: &str) -> Result<Vec<String>, ConfigError> {

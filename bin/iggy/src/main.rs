@@ -56,6 +56,8 @@ enum StartError {
     },
     #[error("start the compio runtime")]
     Runtime(#[source] std::io::Error),
+    #[error("the file backend (system.io_backend)")]
+    Backend(#[source] shard::disk::BackendError),
     #[error(transparent)]
     Bind(#[from] compose::BindError),
     #[error("generate the root password")]
@@ -220,7 +222,9 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
-    let server = Server::open(info.clone(), path.clone(), Arc::clone(&node)).await?;
+    let backend = compose::io_backend(&config)?;
+    let storage = shard::disk::shard_storage(backend).map_err(StartError::Backend)?;
+    let server = Server::open_on(storage, info.clone(), path.clone(), Arc::clone(&node)).await?;
     let (inbox_stop, inbox_stopped) = crossfire::oneshot::oneshot::<()>();
     let inbox_stopped = async move {
         let _ = inbox_stopped.await;
@@ -239,6 +243,7 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
             metadata: shard::metadata::Metadata::clone(&server.metadata()),
             root: path.clone(),
             node: Arc::clone(&node),
+            backend,
             inbox,
             handed,
         };

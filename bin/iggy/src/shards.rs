@@ -51,6 +51,12 @@ pub(crate) enum ShardStartError {
         #[source]
         source: DataError,
     },
+    #[error("shard {shard}: its file backend")]
+    Backend {
+        shard: usize,
+        #[source]
+        source: shard::disk::BackendError,
+    },
     #[error("shard {shard}: its thread ended before it was ready")]
     Vanished { shard: usize },
 }
@@ -64,6 +70,8 @@ pub(crate) struct ShardStart {
     pub(crate) metadata: Metadata,
     pub(crate) root: PathBuf,
     pub(crate) node: Arc<Node>,
+    /// The file backend, opened on the shard's own thread.
+    pub(crate) backend: shard::disk::Backend,
     pub(crate) inbox: Inbox,
     pub(crate) handed: Handed,
 }
@@ -167,7 +175,24 @@ fn run_thread(start: ShardStart, signals: Signals) {
 
 async fn serve(start: ShardStart, signals: Signals) {
     let index = start.index;
-    let server = Server::for_shard(start.info, start.metadata, start.root, start.node, index);
+    let storage = match shard::disk::shard_storage(start.backend) {
+        Ok(storage) => storage,
+        Err(source) => {
+            signals.ready.send(Err(ShardStartError::Backend {
+                shard: index,
+                source,
+            }));
+            return;
+        }
+    };
+    let server = Server::for_shard_on(
+        storage,
+        start.info,
+        start.metadata,
+        start.root,
+        start.node,
+        index,
+    );
     if let Err(source) = server.open_partitions().await {
         signals.ready.send(Err(ShardStartError::Open {
             shard: index,

@@ -189,3 +189,54 @@ fn scenarios_run_over_every_transport() {
         }
     }
 }
+
+/// `[system] io_backend = "io_uring"` (feature `io-uring`): the producer's messages are
+/// written and the consumer reads every one back; messages sent with the file backend on
+/// `io_uring` are still there after the server is killed and started again on the same data.
+#[test]
+fn the_io_uring_backend_serves_and_recovers() {
+    use bench::client::{Client, Durability, Login};
+    if !cfg!(feature = "io-uring") {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let output = tempfile::tempdir().unwrap();
+    let backend = [("IGGY_SYSTEM_IO_BACKEND", "io_uring")];
+    let server = start(data.path(), &backend);
+    for scenario in ["pinned-producer", "pinned-consumer"] {
+        let outcome = bench::run(&options(scenario, &server, output.path(), &[])).unwrap();
+        let (_, total) = &outcome.report.aggregates[0];
+        assert_eq!(total.messages, 20 * 100, "{scenario} on io_uring");
+    }
+    let login = |address| Login {
+        address,
+        transport: bench::link::Transport::Tcp,
+        username: "iggy",
+        password: "iggy",
+    };
+    let mut client = Client::connect(&login(server.address), proto::Dialect::V0_12_2, 7).unwrap();
+    let stream = client.create_stream("kept").unwrap();
+    let topic = client
+        .create_topic(stream, "kept", 1, Durability::Replicated)
+        .unwrap();
+    let payload = [7_u8; 100];
+    let messages: Vec<_> = (1..=10_u128)
+        .map(|id| proto::batch::OutgoingMessage {
+            id,
+            origin_timestamp: 1,
+            payload: &payload,
+            user_headers: &[],
+        })
+        .collect();
+    let mut batch = Vec::new();
+    proto::batch::encode_batch(&messages, None, &mut batch).unwrap();
+    let incarnation = client.incarnation(stream, topic, 0).unwrap();
+    let mut frame = client.send_frame(stream, topic, 0, &batch, 10);
+    client.send(&mut frame, incarnation).unwrap();
+    drop(client);
+    drop(server);
+
+    let again = start(data.path(), &backend);
+    let mut client = Client::connect(&login(again.address), proto::Dialect::V0_12_2, 9).unwrap();
+    assert_eq!(client.server_messages().unwrap(), 10, "after the restart");
+}

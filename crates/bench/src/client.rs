@@ -338,6 +338,14 @@ impl Client {
         }
     }
 
+    /// Messages the server holds, from `GET_STATS`.
+    pub fn server_messages(&mut self) -> Result<u64, ClientError> {
+        match self.control(CommandCode::GetStats, &proto::commands::empty::Empty)? {
+            Reply::GetStats(stats) => Ok(stats.messages_count),
+            _ => Err(ClientError::UnexpectedReply(CommandCode::GetStats)),
+        }
+    }
+
     pub fn delete_stream(&mut self, stream_id: u32) -> Result<(), ClientError> {
         let body = DeleteStream {
             stream_id: Identifier::Numeric(stream_id),

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod connection;
 pub mod cpu;
 pub mod data;
+pub mod disk;
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod handler;

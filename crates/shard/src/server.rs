@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use proto::header::EvictionReason;
 use proto::primitives::Permissions;
-use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
 
 pub use crate::connection::ClientRecord;
@@ -137,7 +136,7 @@ impl Server {
         node: Arc<Node>,
         index: usize,
     ) -> Rc<Self> {
-        let storage = Either::Left(CompioStorage::new());
+        let storage = Either::Left(crate::disk::compio());
         Self::for_shard_on(storage, info, metadata, root, node, index)
     }
 
@@ -225,7 +224,7 @@ impl Server {
         root: PathBuf,
         node: Arc<Node>,
     ) -> Result<Rc<Self>, OpenError> {
-        Self::open_on(Either::Left(CompioStorage::new()), info, root, node).await
+        Self::open_on(Either::Left(crate::disk::compio()), info, root, node).await
     }
 
     /// [`Self::open`] on `storage`.

@@ -207,3 +207,15 @@ fn the_http_section_has_iggys_defaults_and_rules() {
         assert!(error.to_string().contains(named), "{error}");
     }
 }
+
+#[test]
+fn the_io_backend_is_compio_unless_asked() {
+    let config = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
+    assert_eq!(config.io_backend, shard::disk::Backend::Compio);
+    let asked = environment(&[("IGGY_SYSTEM_IO_BACKEND", "io_uring")]);
+    let config = Config::load(None, &asked, BUILT).unwrap();
+    assert_eq!(config.io_backend, shard::disk::Backend::IoUring);
+    let bogus = environment(&[("IGGY_SYSTEM_IO_BACKEND", "epoll")]);
+    let error = Config::load(None, &bogus, BUILT).unwrap_err();
+    assert!(error.to_string().contains("system.io_backend"), "{error}");
+}

@@ -33,6 +33,14 @@ pub struct UringStorage {
     ring: Rc<RefCell<Ring>>,
 }
 
+impl std::fmt::Debug for UringStorage {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("UringStorage")
+            .finish_non_exhaustive()
+    }
+}
+
 impl UringStorage {
     pub fn new() -> io::Result<Self> {
         let uring = IoUring::new(QUEUE_DEPTH)?;

@@ -51,15 +51,12 @@ use std::sync::Arc;
 use segment::layout::partition_directory;
 use segment::log::{Durability, LogConfig};
 use segment::storage::Storage;
-use segment::storage::compio::CompioStorage;
 use segment::storage::either::Either;
-use segment::storage::memory::MemoryStorage;
 
 use crate::clock::{Clock, SystemClock};
 use crate::metadata::{Metadata, MetadataOp, Topic};
 
-/// The storage a shard runs on: real files (compio), or memory under the simulator.
-pub type ShardStorage = Either<CompioStorage, MemoryStorage>;
+pub use crate::disk::ShardStorage;
 
 /// One partition's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -201,7 +198,7 @@ pub struct DataPlane<S: Storage = ShardStorage> {
 impl DataPlane<ShardStorage> {
     /// The data plane on real files under `root` (the `system.path`).
     pub fn new(root: PathBuf) -> Self {
-        let storage = Either::Left(CompioStorage::new());
+        let storage = Either::Left(crate::disk::compio());
         Self::with_storage(storage, root, GroupConfig::default())
     }
 }

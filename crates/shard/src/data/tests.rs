@@ -376,7 +376,7 @@ fn a_quarantined_partition_refuses_sends_while_its_sibling_serves() {
     let _ = std::fs::remove_dir_all(&root);
     let meta = metadata(2, &[]);
     let open = || {
-        let storage = CompioStorage::new();
+        let storage = segment::storage::compio::CompioStorage::new();
         DataPlane::with_storage(storage, root.clone(), GroupConfig::default())
     };
     runtime().block_on(async {
