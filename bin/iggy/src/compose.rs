@@ -205,19 +205,41 @@ impl Listeners {
         } else {
             None
         };
+        // The other listeners bind side by side: each may wait out its port's bind retry
+        // (another server on a default port), and those waits must not add up.
+        #[cfg(feature = "ws")]
+        let ws = bind_websocket(config);
+        #[cfg(not(feature = "ws"))]
+        let ws = async { Ok::<(), BindError>(()) };
+        #[cfg(feature = "quic")]
+        let quic = bind_quic(config);
+        #[cfg(not(feature = "quic"))]
+        let quic = async { Ok::<(), BindError>(()) };
+        #[cfg(feature = "tls")]
+        let tcp_tls = bind_tcp_tls(config);
+        #[cfg(not(feature = "tls"))]
+        let tcp_tls = async { Ok::<(), BindError>(()) };
+        #[cfg(feature = "http")]
+        let http = http::bind(config);
+        #[cfg(not(feature = "http"))]
+        let http = async { Ok::<(), BindError>(()) };
+        let (ws, quic, tcp_tls, http) = futures_util::future::join4(ws, quic, tcp_tls, http).await;
+        let (ws, quic, tcp_tls, http) = (ws?, quic?, tcp_tls?, http?);
+        #[cfg(not(all(feature = "ws", feature = "quic", feature = "tls", feature = "http")))]
+        let _ = (&ws, &quic, &tcp_tls, &http);
         Ok(Self {
             #[cfg(feature = "tcp")]
             tcp,
             #[cfg(feature = "tcp")]
             tcp_config,
             #[cfg(feature = "ws")]
-            ws: bind_websocket(config).await?,
-            #[cfg(feature = "quic")]
-            quic: bind_quic(config).await?,
+            ws,
             #[cfg(feature = "tls")]
-            tcp_tls: bind_tcp_tls(config).await?,
+            tcp_tls,
+            #[cfg(feature = "quic")]
+            quic,
             #[cfg(feature = "http")]
-            http: http::bind(config).await?,
+            http,
         })
     }
 

@@ -6,8 +6,8 @@
 //! the end of the session in the core (a deleted or deactivated user) and a restart of the
 //! server all revoke it. A personal access token is checked by the core at its first use
 //! (`LOGIN_REGISTER_WITH_PAT`) and its session kept for the next requests until the core ends
-//! it (the token deleted or expired). Sessions held here are bounded; expired ones are swept
-//! when a new one would not fit.
+//! it (the token deleted or expired). Sessions held here are bounded (`[http] max_sessions`);
+//! those of expired tokens are dropped at each login.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -164,12 +164,10 @@ impl<H: ConnectionHandler> Credentials<H> {
         Ok(AccessToken { token, expiry_s })
     }
 
-    /// Drops expired and ended sessions if the store is full; refuses (transiently) when
-    /// that frees nothing.
+    /// Drops the sessions of expired tokens and the sessions the core ended (at every login:
+    /// a login costs a password hash, far more than this walk), then refuses (transiently)
+    /// if the store is still full.
     fn make_room(&self, now_s: u64) -> Result<(), ApiError> {
-        if self.len() < self.sessions_max {
-            return Ok(());
-        }
         self.issued
             .borrow_mut()
             .retain(|_, issued| issued.expiry_s > now_s && !issued.bound.has_ended());

@@ -15,6 +15,8 @@ pub mod api;
 pub mod auth;
 pub mod cors;
 pub mod error;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod jwt;
 pub mod reply_json;
 pub mod request_json;
