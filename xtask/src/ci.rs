@@ -242,6 +242,8 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
         crate::dist::run(sh, crate::flags::Variant::All)?;
     }
     let server = crate::dist::verify_and_unpack(sh, "full")?;
+    let minimal = crate::dist::verify_and_unpack(sh, "minimal")?;
+    minimal_refuses_what_it_lacks(&minimal)?;
     let target_dir = root.join("target/compat");
     for manifest in compat_projects(sh, "sdk-")? {
         cmd!(
@@ -264,6 +266,45 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
             .env("IGGY_SERVER_BIN", &server)
             .run()?;
     }
+    Ok(())
+}
+
+/// The minimal binary, asked for a transport it was built without, stops at start with a
+/// message naming the feature, for each such transport.
+fn minimal_refuses_what_it_lacks(binary: &std::path::Path) -> Result<(), DynError> {
+    let data = std::env::temp_dir().join(format!("iggy-minimal-{}", std::process::id()));
+    for (variable, feature) in [
+        ("IGGY_HTTP_ENABLED", "http"),
+        ("IGGY_WEBSOCKET_ENABLED", "ws"),
+        ("IGGY_QUIC_ENABLED", "quic"),
+        ("IGGY_TCP_TLS_ENABLED", "tls"),
+        ("IGGY_SYSTEM_IO_BACKEND", "io-uring"),
+    ] {
+        let value = if feature == "io-uring" {
+            "io_uring"
+        } else {
+            "true"
+        };
+        let output = std::process::Command::new(binary)
+            .env("IGGY_SYSTEM_PATH", &data)
+            .env("IGGY_TCP_ADDRESS", "127.0.0.1:0")
+            .env(variable, value)
+            .arg("--with-default-root-credentials")
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        let text = String::from_utf8_lossy(&output.stderr).into_owned()
+            + &String::from_utf8_lossy(&output.stdout);
+        let named = text.contains(&format!("feature `{feature}`"));
+        if output.status.success() || !named {
+            return Err(format!(
+                "the minimal binary with {variable}={value} should stop naming feature \
+                 `{feature}`; it said: {text}"
+            )
+            .into());
+        }
+        println!("minimal binary, {variable}={value}: refused, naming `{feature}`");
+    }
+    let _ = std::fs::remove_dir_all(&data);
     Ok(())
 }
 
