@@ -573,6 +573,15 @@ impl View<'_> {
                 "only HS256 is supported",
             ));
         }
+        let (encoding, decoding) = (
+            self.string("http.jwt.encoding_secret")?,
+            self.string("http.jwt.decoding_secret")?,
+        );
+        if !decoding.is_empty() && decoding != encoding {
+            let reason = "HS256 signs and verifies with one secret: leave it empty or equal \
+                          to http.jwt.encoding_secret";
+            return Err(Self::invalid("http.jwt.decoding_secret", reason));
+        }
         if self.bool("http.web_ui")? {
             return Err(Self::invalid("http.web_ui", "the web UI is not built yet"));
         }

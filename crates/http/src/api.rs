@@ -49,6 +49,11 @@ use crate::session::{Bound, Login, decode, encode};
 use crate::values::to_tlv;
 use crate::wire::{Request, Response};
 
+/// The largest body of a request without a known credential: a client that proved nothing
+/// holds at most this much (as `message_bus.max_unauthenticated_message_size` on the binary
+/// transports).
+pub const UNAUTHENTICATED_BODY_MAX: usize = 16 * 1024;
+
 /// The time of a request, read by the listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Now {
@@ -122,6 +127,19 @@ impl<H: ConnectionHandler> Api<H> {
         }
     }
 
+    /// The largest body a request with `head` may send: the listener's limit for a known
+    /// credential, [`UNAUTHENTICATED_BODY_MAX`] otherwise (logins and refreshes are small).
+    pub fn body_max(&self, head: &crate::wire::Head, now: Now, limit: usize) -> usize {
+        if self
+            .credentials
+            .known(head.header("authorization"), now.unix_s())
+        {
+            limit
+        } else {
+            UNAUTHENTICATED_BODY_MAX
+        }
+    }
+
     /// The response to `request` from `peer`.
     pub async fn handle(&self, peer: SocketAddr, request: &Request, now: Now) -> Response {
         match self.dispatch(peer, request, now).await {
@@ -150,6 +168,10 @@ impl<H: ConnectionHandler> Api<H> {
             request.method.clone()
         };
         let route = route(&method, &target.segments)?;
+        // HEAD answers a read without its body; a poll may commit offsets, so it is refused.
+        if request.method == http::Method::HEAD && matches!(route, Route::Poll(..)) {
+            return Err(ApiError::MethodNotAllowed);
+        }
         let body = request.body.as_slice();
         if route.is_public() {
             return self.public(peer, &route, body, now).await;

@@ -110,12 +110,27 @@ impl<H: ConnectionHandler> Credentials<H> {
         let bound = Bound::login(handler, peer, Login::Token(credential))
             .await
             .map_err(|error| match error {
-                ApiError::Code(_) => ApiError::Unauthenticated("invalid personal access token"),
+                // Refusals of the credential itself; others (a full session table) pass.
+                ApiError::Code(code) if credential_refusal(code) => {
+                    ApiError::Unauthenticated("invalid personal access token")
+                }
                 other => other,
             })?;
         let bound = Rc::new(bound);
         self.bearers.borrow_mut().insert(key, Rc::clone(&bound));
         Ok(bound)
+    }
+
+    /// Whether `authorization` names a credential this store holds (a live token or a
+    /// bearer seen before), without logging anything in: what a large body needs.
+    pub fn known(&self, authorization: Option<&str>, now_s: u64) -> bool {
+        let Ok(credential) = bearer(authorization) else {
+            return false;
+        };
+        match self.jwt.verify(credential, now_s) {
+            Ok(claims) => self.issued.borrow().contains_key(&claims.jti),
+            Err(_) => self.bearers.borrow().contains_key(&token_key(credential)),
+        }
     }
 
     /// Forgets the credential of a logout: the token, or the bearer's session.
@@ -184,6 +199,19 @@ impl<H: ConnectionHandler> Credentials<H> {
     fn len(&self) -> usize {
         self.issued.borrow().len() + self.bearers.borrow().len()
     }
+}
+
+/// Whether `code` refuses the credential presented (as opposed to the server's state).
+fn credential_refusal(code: u32) -> bool {
+    [
+        ErrorCode::Unauthenticated,
+        ErrorCode::InvalidCredentials,
+        ErrorCode::InvalidPersonalAccessToken,
+        ErrorCode::UserInactive,
+        ErrorCode::InvalidFormat,
+    ]
+    .iter()
+    .any(|refused| refused.as_u32() == code)
 }
 
 /// The credential of a `Bearer` authorization.

@@ -171,7 +171,9 @@ async fn serve_connection<S, H>(
     let mut conn = Conn::new(stream);
     loop {
         let read = {
-            let read = conn.read_request(&config.limits);
+            let body_max =
+                |head: &crate::wire::Head| api.body_max(head, now(), config.limits.body_size_max);
+            let read = conn.read_request(&config.limits, body_max);
             match select(pin!(read), pin!(shared.stopping())).await {
                 Either::Left((read, _)) => read,
                 Either::Right(((), _)) => return,

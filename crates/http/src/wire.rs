@@ -155,8 +155,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Reads the next request: the first byte within the idle timeout, the rest within the
-    /// request timeout.
-    pub async fn read_request(&mut self, limits: &Limits) -> Result<Request, ReadError> {
+    /// request timeout. `body_max` says, from the head, how large a body this request may
+    /// have (at most `limits.body_size_max`): a caller holds a request without a credential
+    /// to a small one before any of it is read.
+    pub async fn read_request(
+        &mut self,
+        limits: &Limits,
+        body_max: impl Fn(&Head) -> usize,
+    ) -> Result<Request, ReadError> {
         if self.buffer.is_empty() {
             let read = self.fill(limits.idle_timeout).await?;
             if read == 0 {
@@ -164,8 +170,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
         let deadline = Instant::now() + limits.request_timeout;
+        // Searched for the blank line that ends the head: each byte is looked at about once,
+        // so a head sent a byte at a time costs no more than one sent whole.
+        let mut searched: usize = 0;
         let (head, head_length) = loop {
-            if let Some(parsed) = parse_head(&self.buffer)? {
+            // A blank line: "\n\n" or "\n\r\n" (httparse takes bare LF line ends too).
+            let rest = self
+                .buffer
+                .get(searched.saturating_sub(2)..)
+                .unwrap_or_default();
+            let ended = rest.windows(2).any(|two| two == b"\n\n")
+                || rest.windows(3).any(|three| three == b"\n\r\n");
+            searched = self.buffer.len();
+            if ended && let Some(parsed) = parse_head(&self.buffer)? {
                 break parsed;
             }
             if self.buffer.len() >= limits.head_size_max {
@@ -183,10 +200,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             ));
         }
         self.buffer.drain(..head_length);
+        let max = body_max(&head).min(limits.body_size_max);
         let body = match head.framing()? {
             Framing::None => Vec::new(),
             Framing::Length(length) => {
-                if length > limits.body_size_max {
+                if length > max {
                     return Err(too_large());
                 }
                 self.continue_if_expected(&head).await?;
@@ -194,7 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
             Framing::Chunked => {
                 self.continue_if_expected(&head).await?;
-                self.read_chunked(limits.body_size_max, deadline).await?
+                self.read_chunked(max, deadline).await?
             }
         };
         Ok(Request {
@@ -254,11 +272,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     async fn read_chunked(&mut self, max: usize, deadline: Instant) -> Result<Vec<u8>, ReadError> {
         let mut body = Vec::new();
+        // Bytes of `buffer` already taken; dropped only before a read, so many small chunks
+        // cost one shift per read rather than one per chunk.
+        let mut at = 0;
         loop {
             let (start, size) = loop {
-                match httparse::parse_chunk_size(&self.buffer) {
-                    Ok(httparse::Status::Complete(parsed)) => break parsed,
-                    Ok(httparse::Status::Partial) if self.buffer.len() < 1024 => {
+                let rest = self.buffer.get(at..).unwrap_or_default();
+                match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((start, size))) => break (at + start, size),
+                    Ok(httparse::Status::Partial) if rest.len() < 1024 => {
+                        self.buffer.drain(..at);
+                        at = 0;
                         self.fill_until(deadline).await?;
                     }
                     _ => return Err(ReadError::bad("bad chunk size")),
@@ -272,15 +296,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.buffer.drain(..start);
                 return self.skip_trailers(deadline).await.map(|()| body);
             }
-            let end = start.saturating_add(size).saturating_add(2);
+            let (mut start, mut end) = (start, start.saturating_add(size).saturating_add(2));
             while self.buffer.len() < end {
+                self.buffer.drain(..at);
+                (start, end) = (start - at, end - at);
+                at = 0;
                 self.fill_until(deadline).await?;
             }
             if self.buffer.get(end - 2..end) != Some(b"\r\n") {
                 return Err(ReadError::bad("chunk not followed by CRLF"));
             }
             body.extend_from_slice(self.buffer.get(start..end - 2).unwrap_or_default());
-            self.buffer.drain(..end);
+            at = end;
         }
     }
 
@@ -324,7 +351,8 @@ fn too_large() -> ReadError {
 }
 
 /// A parsed request head.
-struct Head {
+#[derive(Debug)]
+pub struct Head {
     method: Method,
     target: String,
     /// HTTP/1.x minor version.
@@ -339,7 +367,12 @@ enum Framing {
 }
 
 impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key == name)
@@ -415,14 +448,24 @@ fn parse_head(buffer: &[u8]) -> Result<Option<(Head, usize)>, ReadError> {
         .ok_or_else(|| ReadError::bad("bad method"))?;
     let target = request.path.unwrap_or("/").to_owned();
     let minor = request.version.unwrap_or(1);
-    let headers = request
+    // A value that is not UTF-8 is refused rather than dropped: a dropped Content-Length
+    // would make the body the next request.
+    let headers: Vec<(String, String)> = request
         .headers
         .iter()
-        .filter_map(|header| {
-            let value = std::str::from_utf8(header.value).ok()?;
-            Some((header.name.to_ascii_lowercase(), value.trim().to_owned()))
+        .map(|header| {
+            let value = std::str::from_utf8(header.value)
+                .map_err(|_utf8| ReadError::bad("a header value is not UTF-8"))?;
+            Ok((header.name.to_ascii_lowercase(), value.trim().to_owned()))
         })
-        .collect();
+        .collect::<Result<_, ReadError>>()?;
+    let codings = headers
+        .iter()
+        .filter(|(name, _)| name == "transfer-encoding")
+        .count();
+    if codings > 1 {
+        return Err(ReadError::bad("transfer-encoding repeated"));
+    }
     let head = Head {
         method,
         target,

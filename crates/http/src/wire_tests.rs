@@ -77,7 +77,7 @@ fn read_all(input: &[u8], piece: usize) -> (Vec<Request>, ReadError, Vec<u8>) {
             let mut conn = Conn::new(Scripted::new(input, piece));
             let mut requests = Vec::new();
             loop {
-                match conn.read_request(&LIMITS).await {
+                match conn.read_request(&LIMITS, |_| usize::MAX).await {
                     Ok(request) => requests.push(request),
                     Err(error) => return (requests, error, conn.stream.written),
                 }
@@ -121,7 +121,15 @@ fn chunked_bodies_are_decoded() {
 
 #[test]
 fn limits_and_ambiguities_are_refused() {
-    let cases: [(&[u8], StatusCode); 7] = [
+    let cases: [(&[u8], StatusCode); 9] = [
+        (
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nContent-Length: 1\xff\r\n\r\nx",
+            StatusCode::BAD_REQUEST,
+        ),
         (
             b"POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n",
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -164,6 +172,38 @@ fn limits_and_ambiguities_are_refused() {
         refused_with(&end),
         Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
     );
+}
+
+#[test]
+fn a_body_of_one_byte_chunks_is_read_whole() {
+    let mut input = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..60 {
+        input.extend_from_slice(b"1\r\nX\r\n");
+    }
+    input.extend_from_slice(b"0\r\n\r\nGET /ping HTTP/1.1\r\n\r\n");
+    for piece in [1, 5, 4096] {
+        let (requests, _, _) = read_all(&input, piece);
+        assert_eq!(requests.len(), 2, "{piece}");
+        assert_eq!(requests[0].body, vec![b'X'; 60]);
+        assert_eq!(requests[1].target, "/ping");
+    }
+}
+
+#[test]
+fn the_caller_limits_a_body_from_the_head() {
+    let input = b"POST /x HTTP/1.1\r\nContent-Length: 20\r\n\r\n01234567890123456789";
+    let result = compio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let mut conn = Conn::new(Scripted::new(input, 4096));
+            let small = |head: &super::Head| {
+                assert_eq!(head.header("content-length"), Some("20"));
+                16
+            };
+            conn.read_request(&LIMITS, small).await
+        });
+    let error = result.expect_err("over the caller's limit");
+    assert_eq!(refused_with(&error), Some(StatusCode::PAYLOAD_TOO_LARGE));
 }
 
 #[test]

@@ -194,6 +194,11 @@ fn the_http_section_has_iggys_defaults_and_rules() {
         ("IGGY_HTTP_JWT_ALGORITHM", "RS256", "http.jwt.algorithm"),
         ("IGGY_HTTP_WEB_UI", "true", "http.web_ui"),
         (
+            "IGGY_HTTP_JWT_DECODING_SECRET",
+            "other",
+            "http.jwt.decoding_secret",
+        ),
+        (
             "IGGY_HTTP_JWT_ENCODING_SECRET",
             "not base64!",
             "http.jwt.encoding_secret",
