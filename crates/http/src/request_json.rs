@@ -493,7 +493,8 @@ fn message_id(value: &Value) -> Result<u128, ApiError> {
     match value {
         Value::Null => Ok(0),
         Value::Number(number) => {
-            // serde_json keeps integers past u64 only as text.
+            // Up to u64::MAX (what the SDK sends as a number); serde_json reads a larger
+            // integer as a float, whose text does not parse here: such ids come as strings.
             number.to_string().parse().map_err(|_e| bad())
         }
         Value::String(text) => {
