@@ -21,10 +21,8 @@ start() {
   sleep 1
 }
 stop() { kill "$PID"; wait "$PID" 2>/dev/null; }
-figures() {
-  python3 -c 'import json,sys; a=next(iter(json.load(open(sys.argv[1]))["aggregate"].values())); l=a["latency_us"]; print(a["megabytes_per_second"], l["p50"], l["p99"])' "$1"
-}
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 SCENARIOS=${SCENARIOS:-"pinned-producer
 pinned-consumer"}
 BACKENDS="compio io_uring"

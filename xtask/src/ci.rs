@@ -241,9 +241,9 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
     if !root.join("target/dist/SHA256SUMS").is_file() {
         crate::dist::run(sh, crate::flags::Variant::All)?;
     }
-    let server = crate::dist::verify_and_unpack(sh, "full")?;
-    let minimal = crate::dist::verify_and_unpack(sh, "minimal")?;
-    minimal_refuses_what_it_lacks(&minimal)?;
+    let binaries = crate::dist::verify_and_unpack(sh, &["full", "minimal"])?;
+    let (server, minimal) = (&binaries[0], &binaries[1]);
+    minimal_refuses_what_it_lacks(minimal)?;
     let target_dir = root.join("target/compat");
     for manifest in compat_projects(sh, "sdk-")? {
         cmd!(
@@ -251,19 +251,19 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
             "cargo test --manifest-path {manifest} --no-fail-fast -- --test-threads=2"
         )
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env("IGGY_SERVER_BIN", &server)
+        .env("IGGY_SERVER_BIN", server)
         .run()?;
     }
     let python = root.join("compat/python/run.sh");
     if python.is_file() {
         cmd!(sh, "bash {python}")
-            .env("IGGY_SERVER_BIN", &server)
+            .env("IGGY_SERVER_BIN", server)
             .run()?;
     }
     let cli = root.join("compat/cli/smoke.sh");
     if cli.is_file() {
         cmd!(sh, "bash {cli}")
-            .env("IGGY_SERVER_BIN", &server)
+            .env("IGGY_SERVER_BIN", server)
             .run()?;
     }
     Ok(())

@@ -103,14 +103,14 @@ pub(crate) fn run(sh: &Shell, variant: Variant) -> Result<Vec<(String, PathBuf)>
 }
 
 /// Checks `target/dist/SHA256SUMS` against the archives and unpacks each into
-/// `target/dist/unpacked`; returns the unpacked binary of `variant`.
-pub(crate) fn verify_and_unpack(sh: &Shell, variant: &str) -> Result<PathBuf, DynError> {
+/// `target/dist/unpacked` once; returns the unpacked binary of each of `variants`, in order.
+pub(crate) fn verify_and_unpack(sh: &Shell, variants: &[&str]) -> Result<Vec<PathBuf>, DynError> {
     let dist = sh.current_dir().join("target/dist");
     let unpacked = dist.join("unpacked");
     std::fs::create_dir_all(&unpacked)?;
     let _in_dist = sh.push_dir(&dist);
     cmd!(sh, "sha256sum --check --strict SHA256SUMS").run()?;
-    let mut binary = None;
+    let mut stems = Vec::new();
     for entry in std::fs::read_dir(&dist)? {
         let path = entry?.path();
         let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
@@ -118,12 +118,19 @@ pub(crate) fn verify_and_unpack(sh: &Shell, variant: &str) -> Result<PathBuf, Dy
         };
         if let Some(stem) = name.strip_suffix(".tar.gz") {
             cmd!(sh, "tar -C {unpacked} -xzf {path}").run()?;
-            if stem.contains(&format!("-{variant}-")) {
-                binary = Some(unpacked.join(stem).join("iggy"));
-            }
+            stems.push(stem.to_owned());
         }
     }
-    binary.ok_or_else(|| format!("no {variant} archive in {}", dist.display()).into())
+    variants
+        .iter()
+        .map(|variant| {
+            let stem = stems
+                .iter()
+                .find(|stem| stem.contains(&format!("-{variant}-")));
+            stem.map(|stem| unpacked.join(stem).join("iggy"))
+                .ok_or_else(|| format!("no {variant} archive in {}", dist.display()).into())
+        })
+        .collect()
 }
 
 /// Builds bin/iggy with each of [`FEATURES`] alone (type-checks; `cargo check` covers

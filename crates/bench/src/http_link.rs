@@ -70,6 +70,12 @@ impl Answer {
 /// A reply: the status and the payload (before any result section).
 type Translated = (u32, Vec<u8>);
 
+/// The reply of an error response: its code and no payload.
+fn refused(answer: &Answer) -> Option<Translated> {
+    let code = answer.code();
+    (code != 0).then(|| (code, Vec::new()))
+}
+
 fn encoded<'a>(value: &impl Codec<'a>) -> Vec<u8> {
     let mut out = Vec::new();
     value.encode(&mut Writer::new(&mut out, Dialect::V0_12_2));
@@ -227,8 +233,8 @@ impl HttpLink {
 
     fn login(&mut self, path: &str, body: &Value) -> io::Result<Translated> {
         let answer = self.call("POST", path, Some(body))?;
-        if answer.code() != 0 {
-            return Ok((answer.code(), Vec::new()));
+        if let Some(refused) = refused(&answer) {
+            return Ok(refused);
         }
         let identity = answer.json()?;
         let token = identity["access_token"]["token"].as_str();
@@ -247,8 +253,8 @@ impl HttpLink {
 
     fn create_stream(&mut self, stream: WireName) -> io::Result<Translated> {
         let answer = self.call("POST", "/streams", Some(&json!({"name": stream.as_str()})))?;
-        if answer.code() != 0 {
-            return Ok((answer.code(), Vec::new()));
+        if let Some(refused) = refused(&answer) {
+            return Ok(refused);
         }
         let id = answer.json()?["id"].as_u64().unwrap_or_default();
         let details = StreamDetails {
@@ -329,8 +335,8 @@ impl HttpLink {
         );
         let method = if selector.auto_commit { "POST" } else { "GET" };
         let answer = self.call(method, &path, None)?;
-        if answer.code() != 0 {
-            return Ok((answer.code(), Vec::new()));
+        if let Some(refused) = refused(&answer) {
+            return Ok(refused);
         }
         polled(&answer.json()?)
     }
@@ -388,8 +394,8 @@ fn read_response(stream: &mut dyn Stream) -> io::Result<Answer> {
 }
 
 fn created_topic(answer: &Answer, topic: WireName) -> io::Result<Translated> {
-    if answer.code() != 0 {
-        return Ok((answer.code(), Vec::new()));
+    if let Some(refused) = refused(answer) {
+        return Ok(refused);
     }
     let json = answer.json()?;
     let id = json["id"].as_u64().unwrap_or_default();
@@ -413,8 +419,8 @@ fn created_topic(answer: &Answer, topic: WireName) -> io::Result<Translated> {
 }
 
 fn partition_route(answer: &Answer, partition_id: u32) -> io::Result<Translated> {
-    if answer.code() != 0 {
-        return Ok((answer.code(), Vec::new()));
+    if let Some(refused) = refused(answer) {
+        return Ok(refused);
     }
     let json = answer.json()?;
     let partitions = json["partitions"].as_array().cloned().unwrap_or_default();
@@ -435,8 +441,8 @@ fn partition_route(answer: &Answer, partition_id: u32) -> io::Result<Translated>
 }
 
 fn created_group(answer: &Answer, group: WireName) -> io::Result<Translated> {
-    if answer.code() != 0 {
-        return Ok((answer.code(), Vec::new()));
+    if let Some(refused) = refused(answer) {
+        return Ok(refused);
     }
     let json = answer.json()?;
     let number = |key: &str| u32::try_from(json[key].as_u64().unwrap_or_default()).unwrap_or(0);
