@@ -21,7 +21,7 @@ commands:
   check-features          builds bin/iggy with each feature alone, minimal and full
   vopr [--seed S] [--seeds N] [--requests R]
                           the deterministic simulator (crates/sim), release build
-  vopr --broken           each deliberately broken build (`__` features of crates/sim)
+  vopr --broken           each deliberate break (one build with `__broken`, one run each)
                           must be caught within 100 seeds
   help                    this text
 ";
@@ -37,7 +37,7 @@ pub(crate) enum Command {
         variant: Variant,
     },
     CheckFeatures,
-    /// The simulator's arguments, passed through; `--broken` runs the broken builds.
+    /// The simulator's arguments, passed through; `--broken` runs every deliberate break.
     Vopr {
         args: Vec<String>,
     },

@@ -11,6 +11,7 @@ extern crate alloc;
 
 #[cfg(feature = "compio")]
 pub mod append_buffer;
+pub mod broken;
 pub mod check;
 pub mod format;
 #[cfg(any(test, fuzzing))]

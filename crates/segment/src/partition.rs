@@ -618,9 +618,9 @@ impl<S: Storage + Clone + 'static> Task<S> {
         if round.is_empty() {
             return;
         }
-        // The broken build of `__ack_before_write` acknowledges without syncing.
-        let needs_sync =
-            round.iter().any(|pending| pending.needs_sync) && !cfg!(feature = "__ack_before_write");
+        // The deliberately broken build acknowledges without syncing (`crate::broken`).
+        let needs_sync = round.iter().any(|pending| pending.needs_sync)
+            && !crate::broken::is(crate::broken::Break::AckBeforeWrite);
         let mut failure = None;
         if needs_sync
             && let Some(log) = self.log.as_mut()

@@ -1,6 +1,7 @@
 //! `vopr`: runs simulator seeds. `cargo xtask vopr --seed S` runs one seed and prints its
 //! trace tail on failure; `--seeds N` runs N seeds from S; `--requests R` sizes each run;
-//! `--trace S` prints the whole trace of seed S.
+//! `--trace S` prints the whole trace of seed S; `--break NAME` (first, in a build with the
+//! test-only feature `__broken`) runs with one deliberate break of `segment::broken` on.
 
 use std::process::ExitCode;
 
@@ -9,6 +10,13 @@ fn main() -> ExitCode {
     let mut seeds = 1_u64;
     let mut options = sim::Options::default();
     let mut arguments = std::env::args().skip(1).peekable();
+    if arguments.peek().is_some_and(|flag| flag == "--break") {
+        arguments.next();
+        if let Err(message) = choose_break(arguments.next().as_deref()) {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    }
     if arguments.peek().is_some_and(|flag| flag == "--trace") {
         arguments.next();
         let seed = arguments
@@ -38,12 +46,33 @@ fn main() -> ExitCode {
             ("--seeds", Some(value)) => seeds = value,
             ("--requests", Some(value)) => options.requests = value,
             _ => {
-                eprintln!("usage: vopr [--seed S] [--seeds N] [--requests R]");
+                eprintln!("usage: vopr [--break NAME] [--seed S] [--seeds N] [--requests R]");
                 return ExitCode::from(2);
             }
         }
     }
     run_seeds(seed, seeds, options)
+}
+
+/// Turns on the break called `name`, in a build that has them.
+fn choose_break(name: Option<&str>) -> Result<(), String> {
+    let names: Vec<&str> = segment::broken::Break::ALL
+        .iter()
+        .map(|each| each.name())
+        .collect();
+    let Some(chosen) = name.and_then(segment::broken::Break::from_name) else {
+        return Err(format!("--break takes one of: {}", names.join(", ")));
+    };
+    if cfg!(feature = "__broken") {
+        #[cfg(feature = "__broken")]
+        segment::broken::choose(chosen);
+        Ok(())
+    } else {
+        Err(format!(
+            "--break {} needs a build with the test-only feature `__broken`",
+            chosen.name()
+        ))
+    }
 }
 
 /// Runs `seeds` seeds from `seed`; prints the totals, or the first violation.

@@ -84,7 +84,7 @@ impl PartitionState {
     /// boot (unsynced writes, and the offsets they were given, may be gone).
     pub fn next_offset_after_open(&self, log_next_offset: u64, boot_id: Option<[u8; 16]>) -> u64 {
         let same_boot = boot_id.is_some_and(|id| id != [0; 16] && id == self.boot_id);
-        if cfg!(feature = "__reuse_offset_after_crash") && !self.clean {
+        if crate::broken::is(crate::broken::Break::ReuseOffsetAfterCrash) && !self.clean {
             // Deliberately broken (simulator check): the last offset is handed out again.
             return log_next_offset.saturating_sub(1);
         }

@@ -96,7 +96,7 @@ pub fn assign(members: &[u128], partitions: &[u32]) -> BTreeMap<u32, u128> {
 /// Whether `client_id` may be served a partition of `ownership`: its owner, unless the
 /// partition is being handed off.
 pub(super) fn serves(ownership: &Ownership, client_id: u128) -> bool {
-    if cfg!(feature = "__double_group_owner") {
+    if segment::broken::is(segment::broken::Break::DoubleGroupOwner) {
         // Deliberately broken (simulator check): the owner keeps serving while the member
         // it is being handed to already serves too.
         let target = ownership
