@@ -6,10 +6,17 @@
 //! the end of the session in the core (a deleted or deactivated user) and a restart of the
 //! server all revoke it. A personal access token is checked by the core at its first use
 //! (`LOGIN_REGISTER_WITH_PAT`) and its session kept for the next requests until the core ends
-//! it (the token deleted or expired). Sessions held here are bounded (`[http] max_sessions`);
-//! those of expired tokens are dropped at each login.
+//! it (the token deleted or expired), or until it has gone unused for a token's lifetime (the
+//! next request with it simply logs in again).
+//!
+//! Sessions held here are bounded twice, so that no one user can lock the others out: in all
+//! (`[http] max_sessions`) and per user (`[http] max_sessions_per_user`: a login past it
+//! retires that user's oldest token). A sweep at most once a second drops the sessions of
+//! expired tokens, the ones the core ended and idle bearers; a login that still finds the
+//! store full evicts the least recently used bearer session (re-made at its next use), and is
+//! refused (503) only when every session left stands for a live token.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -28,6 +35,21 @@ struct Issued<H: ConnectionHandler> {
     expiry_s: u64,
 }
 
+/// The session of a personal access token used as a bearer.
+struct Bearer<H: ConnectionHandler> {
+    bound: Rc<Bound<H>>,
+    last_used_s: Cell<u64>,
+}
+
+/// How many sessions the store holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Tokens and bearer sessions in all.
+    pub total: usize,
+    /// Tokens of one user; a login past it retires the user's oldest token.
+    pub per_user: usize,
+}
+
 /// A token handed to a client: the JWT and its expiry in unix seconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessToken {
@@ -40,8 +62,10 @@ pub struct Credentials<H: ConnectionHandler> {
     jwt: Jwt,
     issued: RefCell<HashMap<String, Issued<H>>>,
     /// Sessions of personal access tokens used as bearers, by SHA-256 of the token.
-    bearers: RefCell<HashMap<[u8; 32], Rc<Bound<H>>>>,
-    sessions_max: usize,
+    bearers: RefCell<HashMap<[u8; 32], Bearer<H>>>,
+    limits: SessionLimits,
+    /// When the last sweep ran (unix seconds).
+    swept_s: Cell<u64>,
 }
 
 impl<H: ConnectionHandler> std::fmt::Debug for Credentials<H> {
@@ -55,12 +79,13 @@ impl<H: ConnectionHandler> std::fmt::Debug for Credentials<H> {
 }
 
 impl<H: ConnectionHandler> Credentials<H> {
-    pub fn new(jwt: Jwt, sessions_max: usize) -> Self {
+    pub fn new(jwt: Jwt, limits: SessionLimits) -> Self {
         Self {
             jwt,
             issued: RefCell::default(),
             bearers: RefCell::default(),
-            sessions_max,
+            limits,
+            swept_s: Cell::new(0),
         }
     }
 
@@ -75,6 +100,7 @@ impl<H: ConnectionHandler> Credentials<H> {
         self.make_room(now_s)?;
         let bound = Rc::new(Bound::login(handler, peer, login).await?);
         let user_id = bound.user_id;
+        self.retire_oldest_of(user_id);
         Ok((user_id, self.issue(bound, now_s)?))
     }
 
@@ -95,11 +121,17 @@ impl<H: ConnectionHandler> Credentials<H> {
         now_s: u64,
     ) -> Result<Rc<Bound<H>>, ApiError> {
         let credential = bearer(authorization)?;
+        if now_s != self.swept_s.get() {
+            self.sweep(now_s);
+        }
         if credential.split('.').count() == 3 {
             return self.verified(credential, now_s).map(|(_, bound)| bound);
         }
         let key = token_key(credential);
-        let known = self.bearers.borrow().get(&key).cloned();
+        let known = self.bearers.borrow().get(&key).map(|held| {
+            held.last_used_s.set(now_s);
+            Rc::clone(&held.bound)
+        });
         if let Some(bound) = known {
             if !bound.has_ended() {
                 return Ok(bound);
@@ -117,7 +149,11 @@ impl<H: ConnectionHandler> Credentials<H> {
                 other => other,
             })?;
         let bound = Rc::new(bound);
-        self.bearers.borrow_mut().insert(key, Rc::clone(&bound));
+        let held = Bearer {
+            bound: Rc::clone(&bound),
+            last_used_s: Cell::new(now_s),
+        };
+        self.bearers.borrow_mut().insert(key, held);
         Ok(bound)
     }
 
@@ -179,21 +215,58 @@ impl<H: ConnectionHandler> Credentials<H> {
         Ok(AccessToken { token, expiry_s })
     }
 
-    /// Drops the sessions of expired tokens and the sessions the core ended (at every login:
-    /// a login costs a password hash, far more than this walk), then refuses (transiently)
-    /// if the store is still full.
-    fn make_room(&self, now_s: u64) -> Result<(), ApiError> {
+    /// Drops the sessions of expired tokens, the ones the core ended and bearers unused for a
+    /// token's lifetime.
+    fn sweep(&self, now_s: u64) {
+        self.swept_s.set(now_s);
         self.issued
             .borrow_mut()
             .retain(|_, issued| issued.expiry_s > now_s && !issued.bound.has_ended());
-        self.bearers
-            .borrow_mut()
-            .retain(|_, bound| !bound.has_ended());
-        if self.len() < self.sessions_max {
+        let idle_s = self.jwt.lifetime_s();
+        self.bearers.borrow_mut().retain(|_, held| {
+            !held.bound.has_ended() && now_s.saturating_sub(held.last_used_s.get()) < idle_s
+        });
+    }
+
+    /// Makes room for one more session (at every login: a login costs a password hash, far
+    /// more than this walk): sweeps, then evicts the least recently used bearer session if
+    /// the store is still full; refuses (transiently) when only live tokens are left.
+    fn make_room(&self, now_s: u64) -> Result<(), ApiError> {
+        self.sweep(now_s);
+        if self.len() >= self.limits.total {
+            let mut bearers = self.bearers.borrow_mut();
+            let coldest = bearers
+                .iter()
+                .min_by_key(|(_, held)| held.last_used_s.get())
+                .map(|(key, _)| *key);
+            if let Some(key) = coldest {
+                bearers.remove(&key);
+            }
+        }
+        if self.len() < self.limits.total {
             return Ok(());
         }
         log::warn!("http: {} sessions held; login refused", self.len());
         Err(ApiError::Code(ErrorCode::TransientNotAccepted.as_u32()))
+    }
+
+    /// Retires the oldest tokens of `user_id` until one more fits under the per-user limit.
+    fn retire_oldest_of(&self, user_id: u32) {
+        let mut issued = self.issued.borrow_mut();
+        let mut held: Vec<(u64, String)> = issued
+            .iter()
+            .filter(|(_, each)| each.bound.user_id == user_id)
+            .map(|(jti, each)| (each.expiry_s, jti.clone()))
+            .collect();
+        let excess = (held.len() + 1).saturating_sub(self.limits.per_user.max(1));
+        if excess == 0 {
+            return;
+        }
+        held.sort_unstable();
+        for (_, jti) in held.into_iter().take(excess) {
+            issued.remove(&jti);
+        }
+        log::info!("http: user {user_id} at its session limit; {excess} oldest token(s) retired");
     }
 
     fn len(&self) -> usize {
@@ -237,3 +310,7 @@ fn random_jti() -> Result<String, ApiError> {
     getrandom::fill(&mut bytes).map_err(|error| ApiError::Internal(error.to_string()))?;
     Ok(crate::values::hex(&bytes))
 }
+
+#[cfg(test)]
+#[path = "auth_tests.rs"]
+pub(crate) mod tests;

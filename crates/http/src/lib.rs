@@ -26,4 +26,5 @@ pub mod session;
 pub mod values;
 pub mod wire;
 
+pub use auth::SessionLimits;
 pub use server::{HttpConfig, HttpServer, ListenError};

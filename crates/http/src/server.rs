@@ -17,7 +17,7 @@ use transport::ConnectionHandler;
 use transport::listen::{Shared, accept_until};
 
 use crate::api::{Api, Now};
-use crate::auth::Credentials;
+use crate::auth::{Credentials, SessionLimits};
 use crate::cors::Cors;
 use crate::error::ApiError;
 use crate::jwt::{Jwt, JwtSettings};
@@ -35,8 +35,8 @@ pub struct HttpConfig {
     pub handshake_grace: Duration,
     pub cors: Cors,
     pub jwt: JwtSettings,
-    /// Credentials (tokens and bearer sessions) held at once.
-    pub sessions_max: usize,
+    /// Credentials (tokens and bearer sessions) held at once, in all and per user.
+    pub sessions: SessionLimits,
 }
 
 /// Binding the listener failed.
@@ -107,10 +107,7 @@ impl HttpServer {
     {
         let config = Rc::new(self.config);
         let jwt = Jwt::new(config.jwt.clone());
-        let api = Rc::new(Api::new(
-            handler,
-            Credentials::new(jwt, config.sessions_max),
-        ));
+        let api = Rc::new(Api::new(handler, Credentials::new(jwt, config.sessions)));
         #[cfg(feature = "tls")]
         let tls = self.tls.clone();
         let serve = |stream: TcpStream, peer: SocketAddr, shared: Rc<Shared>| {

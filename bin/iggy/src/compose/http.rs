@@ -82,7 +82,10 @@ fn settings(config: &Config) -> http_api::HttpConfig {
             encoding_secret,
             decoding_secret,
         },
-        sessions_max: http.sessions_max,
+        sessions: http_api::SessionLimits {
+            total: http.sessions_max,
+            per_user: http.sessions_per_user_max,
+        },
     }
 }
 
