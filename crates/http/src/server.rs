@@ -221,3 +221,7 @@ async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

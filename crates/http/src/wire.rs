@@ -139,7 +139,11 @@ impl Response {
 #[derive(Debug)]
 pub struct Conn<S> {
     stream: S,
+    /// Bytes read and not yet parsed start at `consumed`; the parsed prefix is dropped only
+    /// before the next read, so a read of many pipelined requests costs one shift, not one
+    /// per request.
     buffer: Vec<u8>,
+    consumed: usize,
     /// Where each read lands before it joins `buffer` (on the heap: a future holding it on
     /// the stack would be as large).
     chunk: Vec<u8>,
@@ -150,6 +154,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         Self {
             stream,
             buffer: Vec::new(),
+            consumed: 0,
             chunk: vec![0; READ_CHUNK],
         }
     }
@@ -163,7 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         limits: &Limits,
         body_max: impl Fn(&Head) -> usize,
     ) -> Result<Request, ReadError> {
-        if self.buffer.is_empty() {
+        if self.pending().is_empty() {
             let read = self.fill(limits.idle_timeout).await?;
             if read == 0 {
                 return Err(ReadError::Closed);
@@ -176,16 +181,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let (head, head_length) = loop {
             // A blank line: "\n\n" or "\n\r\n" (httparse takes bare LF line ends too).
             let rest = self
-                .buffer
+                .pending()
                 .get(searched.saturating_sub(2)..)
                 .unwrap_or_default();
             let ended = rest.windows(2).any(|two| two == b"\n\n")
                 || rest.windows(3).any(|three| three == b"\n\r\n");
-            searched = self.buffer.len();
-            if ended && let Some(parsed) = parse_head(&self.buffer)? {
+            searched = self.pending().len();
+            if ended && let Some(parsed) = parse_head(self.pending())? {
                 break parsed;
             }
-            if self.buffer.len() >= limits.head_size_max {
+            if self.pending().len() >= limits.head_size_max {
                 return Err(ReadError::refused(
                     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                     "request head too large",
@@ -199,7 +204,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 "request head too large",
             ));
         }
-        self.buffer.drain(..head_length);
+        self.take(head_length);
         let max = body_max(&head).min(limits.body_size_max);
         let body = match head.framing()? {
             Framing::None => Vec::new(),
@@ -251,7 +256,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let expects = head
             .header("expect")
             .is_some_and(|value| value.eq_ignore_ascii_case("100-continue"));
-        if expects && self.buffer.is_empty() {
+        if expects && self.pending().is_empty() {
             let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
             self.write_all(interim, Duration::from_secs(10)).await?;
         }
@@ -263,25 +268,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         length: usize,
         deadline: Instant,
     ) -> Result<Vec<u8>, ReadError> {
-        while self.buffer.len() < length {
+        while self.pending().len() < length {
             self.fill_until(deadline).await?;
         }
-        let rest = self.buffer.split_off(length);
-        Ok(std::mem::replace(&mut self.buffer, rest))
+        let body = self.pending().get(..length).unwrap_or_default().to_vec();
+        self.take(length);
+        Ok(body)
     }
 
     async fn read_chunked(&mut self, max: usize, deadline: Instant) -> Result<Vec<u8>, ReadError> {
         let mut body = Vec::new();
-        // Bytes of `buffer` already taken; dropped only before a read, so many small chunks
-        // cost one shift per read rather than one per chunk.
+        // Bytes of the pending ones already taken; given back to `take` only before a read.
         let mut at = 0;
         loop {
             let (start, size) = loop {
-                let rest = self.buffer.get(at..).unwrap_or_default();
+                let rest = self.pending().get(at..).unwrap_or_default();
                 match httparse::parse_chunk_size(rest) {
                     Ok(httparse::Status::Complete((start, size))) => break (at + start, size),
                     Ok(httparse::Status::Partial) if rest.len() < 1024 => {
-                        self.buffer.drain(..at);
+                        self.take(at);
                         at = 0;
                         self.fill_until(deadline).await?;
                     }
@@ -293,20 +298,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 return Err(too_large());
             }
             if size == 0 {
-                self.buffer.drain(..start);
+                self.take(start);
                 return self.skip_trailers(deadline).await.map(|()| body);
             }
             let (mut start, mut end) = (start, start.saturating_add(size).saturating_add(2));
-            while self.buffer.len() < end {
-                self.buffer.drain(..at);
+            while self.pending().len() < end {
+                self.take(at);
                 (start, end) = (start - at, end - at);
                 at = 0;
                 self.fill_until(deadline).await?;
             }
-            if self.buffer.get(end - 2..end) != Some(b"\r\n") {
+            if self.pending().get(end - 2..end) != Some(b"\r\n") {
                 return Err(ReadError::bad("chunk not followed by CRLF"));
             }
-            body.extend_from_slice(self.buffer.get(start..end - 2).unwrap_or_default());
+            body.extend_from_slice(self.pending().get(start..end - 2).unwrap_or_default());
             at = end;
         }
     }
@@ -314,14 +319,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Reads past the trailer section after the last chunk (trailers are ignored).
     async fn skip_trailers(&mut self, deadline: Instant) -> Result<(), ReadError> {
         loop {
-            if let Some(line_end) = self.buffer.windows(2).position(|pair| pair == b"\r\n") {
-                self.buffer.drain(..line_end + 2);
+            if let Some(line_end) = self.pending().windows(2).position(|pair| pair == b"\r\n") {
+                self.take(line_end + 2);
                 if line_end == 0 {
                     return Ok(());
                 }
                 continue;
             }
-            if self.buffer.len() > 8 * 1024 {
+            if self.pending().len() > 8 * 1024 {
                 return Err(ReadError::bad("trailers too large"));
             }
             self.fill_until(deadline).await?;
@@ -336,7 +341,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
+    /// The bytes read and not yet parsed.
+    fn pending(&self) -> &[u8] {
+        self.buffer.get(self.consumed..).unwrap_or_default()
+    }
+
+    /// Marks the first `length` pending bytes parsed.
+    fn take(&mut self, length: usize) {
+        self.consumed = self.consumed.saturating_add(length).min(self.buffer.len());
+    }
+
     async fn fill(&mut self, timeout: Duration) -> Result<usize, ReadError> {
+        if self.consumed > 0 {
+            self.buffer.drain(..self.consumed);
+            self.consumed = 0;
+        }
         let read = compio::time::timeout(timeout, self.stream.read(&mut self.chunk))
             .await
             .map_err(|_elapsed| ReadError::TimedOut)??;

@@ -1,0 +1,126 @@
+//! The listener over loopback: a client that stops reading its responses is dropped after
+//! the write timeout (not the idle timeout, which is long here), and the others are served
+//! meanwhile.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::{HttpConfig, HttpServer};
+use crate::auth::SessionLimits;
+use crate::auth::tests::{AnyoneLogsIn, jwt_settings};
+use crate::cors::Cors;
+use crate::wire::Limits;
+
+fn config() -> HttpConfig {
+    HttpConfig {
+        address: "127.0.0.1:0".parse().unwrap(),
+        connections_max: 16,
+        limits: Limits {
+            head_size_max: 64 << 10,
+            body_size_max: 1 << 20,
+            request_timeout: Duration::from_mins(1),
+            idle_timeout: Duration::from_mins(1),
+        },
+        write_timeout: Duration::from_millis(400),
+        handshake_grace: Duration::from_secs(5),
+        // Preflights answered with the headers they ask for: a large answer to a request.
+        cors: Cors {
+            enabled: true,
+            allowed_origins: vec!["*".into()],
+            allowed_methods: vec!["GET".into()],
+            ..Cors::default()
+        },
+        jwt: jwt_settings(),
+        sessions: SessionLimits {
+            total: 100,
+            per_user: 10,
+        },
+    }
+}
+
+/// Serves on this thread while `client` runs on another; stops once the client is done.
+fn serve_until_done(client: impl FnOnce(SocketAddr) + Send + 'static) {
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = HttpServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let client = std::thread::spawn(move || client(address));
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.serve(Rc::new(AnyoneLogsIn::default()), done).await;
+        client.join().unwrap();
+    });
+}
+
+fn ping(address: SocketAddr) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
+        .write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// Pipelined preflights, each answered with about 48 KB: 96 MB in all.
+const PREFLIGHTS: usize = 2_000;
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
+    serve_until_done(|address| {
+        let deaf = TcpStream::connect(address).unwrap();
+        let mut writer = deaf.try_clone().unwrap();
+        // Pipelined requests whose responses it never reads: far more than the buffers hold.
+        // The writes stop counting once the server stops reading (or closes).
+        writer
+            .set_write_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let pipelined = std::thread::spawn(move || {
+            let asked: Vec<String> = (0..8_000).map(|header| format!("h{header:04}")).collect();
+            let request = format!(
+                "OPTIONS /ping HTTP/1.1\r\nHost: x\r\nOrigin: http://a\r\n\
+                 Access-Control-Request-Method: GET\r\n\
+                 Access-Control-Request-Headers: {}\r\n\r\n",
+                asked.join(",")
+            );
+            (0..PREFLIGHTS).all(|_| writer.write_all(request.as_bytes()).is_ok())
+        });
+        assert!(
+            ping(address).starts_with("HTTP/1.1 200"),
+            "the others are served"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+        let mut deaf = deaf;
+        deaf.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let (mut received, mut sink) = (Vec::new(), vec![0; 1 << 16]);
+        let ended = loop {
+            match deaf.read(&mut sink) {
+                Ok(0) => break true,
+                Ok(read) => received.extend_from_slice(&sink[..read]),
+                Err(error) => break error.kind() == ErrorKind::ConnectionReset,
+            }
+        };
+        let _ = pipelined.join();
+        let responses = received
+            .windows(12)
+            .filter(|at| at == b"HTTP/1.1 204")
+            .count();
+        assert!(
+            ended,
+            "the server closed the connection after {responses} responses"
+        );
+        assert!(
+            responses < PREFLIGHTS,
+            "it stopped writing: {responses} responses"
+        );
+        assert!(ping(address).starts_with("HTTP/1.1 200"));
+    });
+}
