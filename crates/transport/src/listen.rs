@@ -106,6 +106,15 @@ impl Shared {
     }
 }
 
+/// One connection's place in [`Shared`]'s count, given back when dropped.
+struct OpenSlot(Rc<Shared>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.closed();
+    }
+}
+
 /// Accepts on `listener` until `shutdown` completes, running `serve` as a task per connection
 /// (at most `connections_max` at once), then waits for the connections to end (up to ten
 /// seconds). `name` is for the log lines.
@@ -134,10 +143,12 @@ pub async fn accept_until<S, F>(
                 continue;
             }
             let task = serve(stream, peer, Rc::clone(&shared));
-            let shared = Rc::clone(&shared);
+            let slot = OpenSlot(Rc::clone(&shared));
             compio::runtime::spawn(async move {
+                // Dropped at the end of the task, or as a panic unwinds it: a connection that
+                // died of a bug must not hold its slot of `connections_max` for ever.
+                let _slot = slot;
                 task.await;
-                shared.closed();
             })
             .detach();
         }

@@ -153,7 +153,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
     pub(crate) async fn serve<P, R>(&self, mut messages: P, mut sink: R, accepted: Instant) -> Ended
     where
         P: Stream<Item = Piece> + Unpin,
-        R: Sink<Vec<u8>, Error = String> + Unpin,
+        R: Sink<Vec<u8>> + Unpin,
+        R::Error: std::fmt::Display,
     {
         let mut pending = FuturesUnordered::new();
         let mut evicted = pin!(self.handler.evicted(self.connection));
@@ -223,7 +224,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
         sink: &mut S,
     ) -> Result<Option<(Box<[u8; HEADER_SIZE]>, Bytes)>, Ended>
     where
-        S: Sink<Vec<u8>, Error = String> + Unpin,
+        S: Sink<Vec<u8>> + Unpin,
+        S::Error: std::fmt::Display,
     {
         let timeout = self.config.write_timeout;
         let refused = match message {
@@ -269,7 +271,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
         sink: &mut S,
     ) -> Result<(), Ended>
     where
-        S: Sink<Vec<u8>, Error = String> + Unpin,
+        S: Sink<Vec<u8>> + Unpin,
+        S::Error: std::fmt::Display,
     {
         let evicts = matches!(answer, Answer::Evict(_));
         let dialect = self.handler.dialect(self.connection);
@@ -371,10 +374,11 @@ fn idle_end<F>(pending: &FuturesUnordered<F>, ended: Ended) -> Result<(), Ended>
 /// Sends one frame within `timeout`.
 async fn send<S>(sink: &mut S, bytes: Vec<u8>, timeout: Duration) -> Result<(), Ended>
 where
-    S: Sink<Vec<u8>, Error = String> + Unpin,
+    S: Sink<Vec<u8>> + Unpin,
+    S::Error: std::fmt::Display,
 {
     match compio::time::timeout(timeout, sink.send(bytes)).await {
-        Ok(result) => result.map_err(Ended::Io),
+        Ok(result) => result.map_err(|error| Ended::Io(error.to_string())),
         Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
     }
 }

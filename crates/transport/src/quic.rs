@@ -433,10 +433,16 @@ impl<H: ConnectionHandler> Link<'_, H> {
             }
             Some(())
         };
-        matches!(
+        let done = matches!(
             compio::time::timeout(self.config.write_timeout, written).await,
             Ok(Some(()))
-        )
+        );
+        if !done {
+            // Reset, not finished (what dropping the stream would do): the peer must not take
+            // a cut answer for a whole one, and quinn drops what it still buffers for it.
+            let _ = send.reset(VarInt::from_u32(CLOSE_NORMAL));
+        }
+        done
     }
 }
 

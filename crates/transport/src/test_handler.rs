@@ -1,6 +1,7 @@
 //! The scripted handler and request frames the WebSocket, QUIC and TCP-with-TLS loop tests
 //! share: request 1 waits until request 2 has been handled (so an answer in order proves
-//! nothing was handled concurrently), a body `login` logs the handler in, and every answer
+//! nothing was handled concurrently), a body `login` logs the handler in, a body `reply:N`
+//! is answered with N bytes (a large answer from a small request), and every other answer
 //! echoes the request body, its first half as the reply body and the rest as the tail.
 
 use std::cell::Cell;
@@ -21,6 +22,10 @@ pub(crate) struct Scripted {
     /// Unauthenticated until a `login` body was answered (else always authenticated).
     pub(crate) login_needed: bool,
     logged_in: Cell<bool>,
+    /// Connections opened and closed: equal once the server has stopped, else a connection
+    /// task ended without closing its state (a panic in it, for one).
+    opened: Cell<usize>,
+    closed: Cell<usize>,
 }
 
 impl Scripted {
@@ -32,10 +37,23 @@ impl Scripted {
     }
 }
 
+impl Scripted {
+    /// Asserts that every connection opened was closed (call once the server stopped).
+    pub(crate) fn assert_all_closed(&self) {
+        assert_eq!(
+            self.opened.get(),
+            self.closed.get(),
+            "connections opened and closed"
+        );
+    }
+}
+
 impl ConnectionHandler for Scripted {
     type Connection = ();
 
-    fn open(&self, _peer: SocketAddr) {}
+    fn open(&self, _peer: SocketAddr) {
+        self.opened.set(self.opened.get() + 1);
+    }
 
     async fn handle(&self, (): &(), header: &[u8; HEADER_SIZE], body: &[u8]) -> Answer {
         let request =
@@ -49,6 +67,20 @@ impl ConnectionHandler for Scripted {
         }
         if body == b"login" {
             self.logged_in.set(true);
+        }
+        let asked = body.strip_prefix(b"reply:").and_then(|length| {
+            std::str::from_utf8(length)
+                .ok()
+                .and_then(|length| length.parse::<usize>().ok())
+        });
+        if let Some(length) = asked {
+            return Answer::Reply {
+                operation: Operation::NonReplicated,
+                status: 0,
+                commit: 0,
+                body: Vec::new(),
+                tail: vec![7; length],
+            };
         }
         Answer::Reply {
             operation: Operation::NonReplicated,
@@ -71,7 +103,9 @@ impl ConnectionHandler for Scripted {
         Dialect::V0_12_2
     }
 
-    fn close(&self, (): ()) {}
+    fn close(&self, (): ()) {
+        self.closed.set(self.closed.get() + 1);
+    }
 }
 
 /// A request frame numbered `number` (session 1) carrying `body`.

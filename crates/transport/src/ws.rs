@@ -201,9 +201,13 @@ async fn serve_connection<H: ConnectionHandler>(
     };
     let (sink, messages) = socket.split();
     let pieces = messages.map(piece);
-    let replies = sink
-        .sink_map_err(|error| error.to_string())
-        .with(|bytes: Vec<u8>| std::future::ready(Ok(Message::binary(bytes))));
+    // The sink keeps tungstenite's error type: `sink_map_err` takes its function once and
+    // panics at a second error (a failed write, then a failed close).
+    let replies = sink.with(|bytes: Vec<u8>| {
+        std::future::ready(Ok::<_, compio_ws::tungstenite::Error>(Message::binary(
+            bytes,
+        )))
+    });
     let connection = handler.open(peer);
     let link = Link {
         handler: &*handler,

@@ -1,7 +1,8 @@
 //! The QUIC loop over loopback with scripted handlers and a compio-quic client: one request
 //! per stream, answered concurrently; a stream that is not one request frame gets an
 //! eviction on it and ends its connection only; an oversized stream before login is
-//! refused without being held; a connection that never logs in is closed after the grace.
+//! refused without being held; a connection that never logs in is closed after the grace;
+//! an answer the client does not take within the write timeout is reset, never cut short.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,6 +42,15 @@ where
     C: FnOnce(SocketAddr) -> F + Send + 'static,
     F: Future<Output = ()>,
 {
+    serve_with(config(), handler, client);
+}
+
+/// As [`serve_until_done`] with `config`.
+fn serve_with<C, F>(config: QuicConfig, handler: Scripted, client: C)
+where
+    C: FnOnce(SocketAddr) -> F + Send + 'static,
+    F: Future<Output = ()>,
+{
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let source = CertificateSource {
@@ -49,7 +59,7 @@ where
             key_file: "".into(),
         };
         let tls = source.load().unwrap().server_config().unwrap();
-        let server = QuicServer::bind(config(), tls).await.unwrap();
+        let server = QuicServer::bind(config, tls).await.unwrap();
         let address = server.local_address();
         let client = std::thread::spawn(move || {
             compio::runtime::Runtime::new()
@@ -61,8 +71,10 @@ where
                 compio::time::sleep(Duration::from_millis(5)).await;
             }
         };
-        server.serve(Rc::new(handler), done).await;
+        let handler = Rc::new(handler);
+        server.serve(Rc::clone(&handler), done).await;
         client.join().unwrap();
+        handler.assert_all_closed();
     });
 }
 
@@ -181,5 +193,44 @@ fn an_unauthenticated_stream_over_its_limit_is_refused_and_the_login_grace_holds
             reply(&exchange(&logged, request(2, &big_body)).await).1,
             big_body
         );
+    });
+}
+
+#[test]
+fn answers_a_client_does_not_read_are_reset_after_the_write_timeout() {
+    let config = QuicConfig {
+        write_timeout: Duration::from_millis(400),
+        ..config()
+    };
+    serve_with(config, Scripted::default(), |address| async move {
+        let (_endpoint, deaf) = connect(address).await;
+        let mut streams = Vec::new();
+        for number in 3..7 {
+            let (mut send, recv) = deaf.open_bi_wait().await.unwrap();
+            let frame = request(number, b"reply:4194304");
+            send.write_all_chunks(&mut [frame.into()]).await.unwrap();
+            send.finish().unwrap();
+            streams.push(recv);
+        }
+        // Meanwhile another connection is served.
+        let (_endpoint, other) = connect(address).await;
+        assert_eq!(reply(&exchange(&other, request(3, b"hi")).await).0, 3);
+        compio::time::sleep(Duration::from_secs(2)).await;
+        for mut recv in streams {
+            let mut received = 0_usize;
+            let ended = loop {
+                match recv.read_chunk(usize::MAX, true).await {
+                    Ok(Some(chunk)) => received += chunk.bytes.len(),
+                    Ok(None) => break "finished",
+                    Err(_) => break "reset",
+                }
+            };
+            assert_eq!(
+                ended, "reset",
+                "a cut answer must not look whole ({received} bytes)"
+            );
+            assert!(received < 4 << 20);
+        }
+        assert_eq!(reply(&exchange(&other, request(4, b"again")).await).0, 4);
     });
 }

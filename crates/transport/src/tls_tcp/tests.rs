@@ -131,8 +131,10 @@ fn serve_until_done(files: &Files, client: impl FnOnce(SocketAddr) + Send + 'sta
                 compio::time::sleep(Duration::from_millis(5)).await;
             }
         };
-        server.serve(Rc::new(Scripted::logging_in()), done).await;
+        let handler = Rc::new(Scripted::logging_in());
+        server.serve(Rc::clone(&handler), done).await;
         client.join().unwrap();
+        handler.assert_all_closed();
     });
 }
 

@@ -2,7 +2,7 @@
 //! pipelined requests are answered as they complete, one frame per Binary message; a
 //! message that is not one request frame, or a Text message, gets an eviction and closes
 //! only its own connection; a client that never upgrades or never logs in is closed after
-//! the handshake grace.
+//! the handshake grace, and one that stops reading after the write timeout.
 
 use std::net::{SocketAddr, TcpStream};
 use std::rc::Rc;
@@ -35,9 +35,18 @@ fn config() -> WsConfig {
 /// Serves `handler` on a runtime of this thread while `client` runs on another; stops the
 /// server once the client is done.
 fn serve_until_done(handler: Scripted, client: impl FnOnce(SocketAddr) + Send + 'static) {
+    serve_with(config(), handler, client);
+}
+
+/// As [`serve_until_done`] with `config`.
+fn serve_with(
+    config: WsConfig,
+    handler: Scripted,
+    client: impl FnOnce(SocketAddr) + Send + 'static,
+) {
     let runtime = compio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let server = WsServer::bind(config()).await.unwrap();
+        let server = WsServer::bind(config).await.unwrap();
         let address = server.local_address();
         let client = std::thread::spawn(move || client(address));
         let done = async {
@@ -45,8 +54,10 @@ fn serve_until_done(handler: Scripted, client: impl FnOnce(SocketAddr) + Send + 
                 compio::time::sleep(Duration::from_millis(5)).await;
             }
         };
-        server.serve(Rc::new(handler), done).await;
+        let handler = Rc::new(handler);
+        server.serve(Rc::clone(&handler), done).await;
         client.join().unwrap();
+        handler.assert_all_closed();
     });
 }
 
@@ -201,5 +212,70 @@ fn clients_that_never_upgrade_or_never_log_in_are_closed_after_the_grace() {
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(500), "{waited:?}");
         assert!(waited < Duration::from_secs(8), "{waited:?}");
+    });
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
+    let config = WsConfig {
+        write_timeout: Duration::from_millis(400),
+        ..config()
+    };
+    serve_with(config, Scripted::default(), |address| {
+        // Asks for 9 answers of 4 MiB and reads none: far more than the socket buffers hold.
+        let mut deaf = connect(address);
+        for number in 3..12 {
+            deaf.send(Message::binary(request(number, b"reply:4194304")))
+                .unwrap();
+        }
+        // Meanwhile another client is served.
+        let mut other = connect(address);
+        other.send(Message::binary(request(3, b"hello"))).unwrap();
+        assert_eq!(reply(&mut other), (3, b"hello".to_vec()));
+        std::thread::sleep(Duration::from_secs(2));
+        // Whatever reached the socket before the server gave up, then the end.
+        let stream = deaf.get_mut();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let (mut received, mut sink) = (0_usize, vec![0; 1 << 16]);
+        let ended = loop {
+            match std::io::Read::read(stream, &mut sink) {
+                Ok(0) => break true,
+                Ok(read) => received += read,
+                Err(error) => break error.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        };
+        assert!(ended, "the server closed the connection");
+        assert!(
+            received < 9 * (4 << 20),
+            "it stopped writing: {received} bytes"
+        );
+        other.send(Message::binary(request(4, b"again"))).unwrap();
+        assert_eq!(reply(&mut other), (4, b"again".to_vec()));
+        other.close(None).unwrap();
+    });
+}
+
+#[test]
+fn a_client_that_vanishes_mid_answer_ends_its_connection_only() {
+    serve_until_done(Scripted::default(), |address| {
+        for _ in 0..3 {
+            let mut vanishing = connect(address);
+            for number in 3..8 {
+                vanishing
+                    .send(Message::binary(request(number, b"reply:4194304")))
+                    .unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            // Gone with a reset while the server writes: its write fails, then its close.
+            let stream = vanishing.get_mut();
+            rustix::net::sockopt::set_socket_linger(&*stream, Some(Duration::ZERO)).unwrap();
+            drop(vanishing);
+        }
+        let mut other = connect(address);
+        other.send(Message::binary(request(3, b"hello"))).unwrap();
+        assert_eq!(reply(&mut other), (3, b"hello".to_vec()));
+        other.close(None).unwrap();
     });
 }
