@@ -101,6 +101,21 @@ impl ServeState {
     }
 }
 
+/// A connection's place in [`Connections`], given back when dropped unless `address` was
+/// taken (the connection moved to another shard, which gives it back in turn).
+struct Counted {
+    connections: ConnectionCount,
+    address: Option<IpAddr>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(address) = self.address.take() {
+            self.connections.close(address);
+        }
+    }
+}
+
 /// Connections open on every shard, counted against `connections_max` (and per address
 /// against `connections_per_ip_max`) by the accept loop.
 pub type ConnectionCount = Arc<Connections>;
@@ -277,6 +292,12 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
         let unauthenticated = Rc::clone(&self.state.unauthenticated);
         let peers = Rc::clone(&self.peers);
         compio::runtime::spawn(async move {
+            // Gives the connection's count back when the task ends, by any path, a panic's
+            // unwinding included (a per-address slot must never leak), unless handed over.
+            let mut counted = Counted {
+                connections,
+                address: Some(peer.ip()),
+            };
             let connection = connection.unwrap_or_else(|| handler.open(peer));
             let serving = Serving {
                 config,
@@ -289,14 +310,12 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
             let (connection, moving) = serve_connection(stream, peer, serving, connection).await;
             let Some((target, descriptor)) = moving else {
                 handler.close(connection);
-                connections.close(peer.ip());
                 return;
             };
             let state = match handler.detach(connection) {
                 Ok(state) => state,
                 Err(connection) => {
                     handler.close(connection);
-                    connections.close(peer.ip());
                     return;
                 }
             };
@@ -305,10 +324,12 @@ impl<H: ConnectionHandler + 'static> TcpShard<H> {
                 peer,
                 state: Some(state),
             };
-            if !hand_to(&peers, target, handed).await {
+            if hand_to(&peers, target, handed).await {
+                // Counted still, on the shard that took it.
+                counted.address = None;
+            } else {
                 // The target stopped (shutdown): the connection ends with it.
                 log::info!("tcp: {peer}: shard {target} is gone; connection closed");
-                connections.close(peer.ip());
             }
         })
         .detach();
