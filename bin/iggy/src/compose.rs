@@ -15,6 +15,8 @@ mod bench_command;
 
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "ws")]
+mod ws;
 
 #[cfg(not(any(feature = "tcp", feature = "ws", feature = "quic", feature = "http")))]
 compile_error!("the server needs a transport: enable feature `tcp` (or `minimal`/`full`)");
@@ -167,6 +169,8 @@ pub(crate) struct Handoffs {
     tcp_inbox: Option<transport::tcp::HandoffInbox>,
     #[cfg(feature = "tcp")]
     tcp_connections: transport::tcp::ConnectionCount,
+    #[cfg(feature = "ws")]
+    ws: ws::WsHandoffs,
 }
 
 /// What one shard other than the leader serves: the connections handed to it, with a buffer
@@ -181,6 +185,8 @@ pub(crate) struct Handed {
     tcp_peers: Vec<Option<transport::tcp::Handoff>>,
     #[cfg(feature = "tcp")]
     tcp_connections: transport::tcp::ConnectionCount,
+    #[cfg(feature = "ws")]
+    ws: ws::WsHanded,
 }
 
 impl Listeners {
@@ -278,6 +284,10 @@ impl Listeners {
         others: usize,
         pool: pool::PoolConfig,
     ) -> (Handoffs, Vec<Handed>) {
+        #[cfg(feature = "ws")]
+        let (ws_handoffs, ws_handed) = ws::channels(self.ws.as_ref(), others);
+        #[cfg(feature = "ws")]
+        let mut ws_handed = ws_handed.into_iter();
         #[cfg(feature = "tcp")]
         {
             let connections = transport::tcp::ConnectionCount::default();
@@ -304,6 +314,8 @@ impl Listeners {
                         .map(|inbox| (inbox, self.tcp_config)),
                     tcp_peers: peers_of(index),
                     tcp_connections: std::sync::Arc::clone(&connections),
+                    #[cfg(feature = "ws")]
+                    ws: ws_handed.next().unwrap_or_default(),
                 })
                 .collect();
             let handoffs = Handoffs {
@@ -311,20 +323,33 @@ impl Listeners {
                 tcp: peers_of(0),
                 tcp_inbox: inboxes[0].take(),
                 tcp_connections: connections,
+                #[cfg(feature = "ws")]
+                ws: ws_handoffs,
             };
             (handoffs, handed)
         }
         #[cfg(not(feature = "tcp"))]
         {
-            let handed = (0..others).map(|_| Handed { pool }).collect();
-            (Handoffs { pool }, handed)
+            let handed = (0..others)
+                .map(|_| Handed {
+                    pool,
+                    #[cfg(feature = "ws")]
+                    ws: ws_handed.next().unwrap_or_default(),
+                })
+                .collect();
+            let handoffs = Handoffs {
+                pool,
+                #[cfg(feature = "ws")]
+                ws: ws_handoffs,
+            };
+            (handoffs, handed)
         }
     }
 
-    /// Serves on the leader until `shutdown` completes, handing TCP connections round-robin
-    /// to the shards behind `handoffs` and serving WebSocket connections here; then lets the
-    /// leader's in-flight requests finish. The other shards' [`Handed::serve`] end when this
-    /// returns.
+    /// Serves on the leader until `shutdown` completes, handing TCP and plain WebSocket
+    /// connections round-robin to the shards behind `handoffs` (the other transports are
+    /// served here); then lets the leader's in-flight requests finish. The other shards'
+    /// [`Handed::serve`] end when this returns.
     pub(crate) async fn serve(
         self,
         server: Rc<Server>,
@@ -338,7 +363,14 @@ impl Listeners {
             log::warn!("no transport is enabled; waiting for a signal to stop");
         }
         #[cfg(feature = "ws")]
-        let websocket = serve_websocket(self.ws, Rc::clone(&server), shutdown.clone());
+        let mut handoffs = handoffs;
+        #[cfg(feature = "ws")]
+        let websocket = ws::serve_leader(
+            self.ws,
+            Rc::clone(&server),
+            std::mem::take(&mut handoffs.ws),
+            shutdown.clone(),
+        );
         #[cfg(not(feature = "ws"))]
         let websocket = async {};
         #[cfg(feature = "quic")]
@@ -432,30 +464,12 @@ fn refuse_missing(config: &Config) -> Result<(), BindError> {
     Ok(())
 }
 
-/// The handler of one transport's connections on the leader.
-#[cfg_attr(
-    not(any(feature = "ws", feature = "quic", feature = "tls", feature = "http")),
-    allow(dead_code)
-)]
-fn leader_handler(
+/// The handler of one transport's connections on the shard this runs on.
+fn transport_handler(
     server: Rc<Server>,
     transport: shard::TransportKind,
 ) -> Rc<crate::shard_handler::ShardHandler> {
     Rc::new(crate::shard_handler::ShardHandler { server, transport })
-}
-
-/// Serves WebSocket (or WSS) on the leader until `shutdown` completes.
-#[cfg(feature = "ws")]
-async fn serve_websocket(
-    ws: Option<transport::ws::WsServer>,
-    server: Rc<Server>,
-    shutdown: impl Future<Output = ()>,
-) {
-    if let Some(ws) = ws {
-        log::info!("websocket: listening on {}", ws.local_address());
-        let handler = leader_handler(server, shard::TransportKind::WebSocket);
-        ws.serve(handler, shutdown).await;
-    }
 }
 
 /// Serves QUIC on the leader until `shutdown` completes.
@@ -467,7 +481,7 @@ async fn serve_quic(
 ) {
     if let Some(quic) = quic {
         log::info!("quic: listening on {}", quic.local_address());
-        let handler = leader_handler(server, shard::TransportKind::Quic);
+        let handler = transport_handler(server, shard::TransportKind::Quic);
         quic.serve(handler, shutdown).await;
     }
 }
@@ -484,7 +498,7 @@ async fn serve_tcp_tls(
             "tcp: listening on {} with TLS (shard 0)",
             tcp_tls.local_address()
         );
-        let handler = leader_handler(server, shard::TransportKind::Tcp);
+        let handler = transport_handler(server, shard::TransportKind::Tcp);
         tcp_tls.serve(handler, shutdown).await;
     }
 }
@@ -687,19 +701,38 @@ impl Handed {
     /// Serves the connections handed to this shard until the leader stops accepting, then
     /// lets this shard's in-flight requests finish.
     pub(crate) async fn serve(self, server: Rc<Server>) {
+        let Handed {
+            pool,
+            #[cfg(feature = "tcp")]
+            tcp,
+            #[cfg(feature = "tcp")]
+            tcp_peers,
+            #[cfg(feature = "tcp")]
+            tcp_connections,
+            #[cfg(feature = "ws")]
+            ws,
+        } = self;
+        #[cfg(feature = "ws")]
+        let websocket = ws::serve_handed(ws, Rc::clone(&server));
+        #[cfg(not(feature = "ws"))]
+        let websocket = async {};
         #[cfg(feature = "tcp")]
-        if let Some((inbox, config)) = self.tcp {
-            let handler = Rc::new(crate::shard_handler::ShardHandler {
-                server,
-                transport: shard::TransportKind::Tcp,
-            });
-            let pool = Rc::new(pool::Pool::new_unchecked(self.pool));
-            let local = transport::tcp::TcpShard::new(config, handler, self.tcp_connections, pool);
-            local.set_peers(self.tcp_peers);
+        let tcp = async move {
+            let Some((inbox, config)) = tcp else {
+                return;
+            };
+            let handler = transport_handler(server, shard::TransportKind::Tcp);
+            let pool = Rc::new(pool::Pool::new_unchecked(pool));
+            let local = transport::tcp::TcpShard::new(config, handler, tcp_connections, pool);
+            local.set_peers(tcp_peers);
             local.receive(inbox).await;
             local.drain().await;
-            return;
-        }
-        let _ = server;
+        };
+        #[cfg(not(feature = "tcp"))]
+        let tcp = {
+            let _ = (server, pool);
+            async {}
+        };
+        futures_util::future::join(tcp, websocket).await;
     }
 }

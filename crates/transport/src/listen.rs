@@ -37,7 +37,7 @@ pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+pub(crate) const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// The open connections of a listener and its shutdown, shared by its connection tasks.
 #[derive(Debug, Default)]

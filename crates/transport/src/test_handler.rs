@@ -38,6 +38,11 @@ impl Scripted {
 }
 
 impl Scripted {
+    /// Connections opened so far.
+    pub(crate) fn opened(&self) -> usize {
+        self.opened.get()
+    }
+
     /// Asserts that every connection opened was closed (call once the server stopped).
     pub(crate) fn assert_all_closed(&self) {
         assert_eq!(

@@ -10,8 +10,9 @@
 //! on TCP; before login the connection is read in lockstep and must log in within the
 //! handshake grace (which also bounds the upgrade).
 //!
-//! The listener serves its connections on the shard it runs on; the shard core forwards
-//! partition work to the owning shard.
+//! [`WsServer::serve`] serves every connection on the shard it runs on;
+//! [`WsServer::serve_sharded`] hands plain connections to every shard at accept
+//! ([`handoff`]). Either way the shard core forwards partition work to the owning shard.
 
 use std::future::Future;
 use std::io;
@@ -145,6 +146,23 @@ impl WsServer {
         self.local_address
     }
 
+    /// The listener's settings.
+    pub fn config(&self) -> WsConfig {
+        self.config
+    }
+
+    /// Whether connections are WSS (TLS first), which stay on the shard that accepts them.
+    pub fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        {
+            self.tls.is_some()
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            false
+        }
+    }
+
     /// Serves every connection on the current runtime until `shutdown` completes, then
     /// lets the requests being handled finish (up to ten seconds).
     pub async fn serve<H>(self, handler: Rc<H>, shutdown: impl Future<Output = ()>)
@@ -244,5 +262,6 @@ fn piece(message: Result<Message, WsError>) -> Piece {
     }
 }
 
+pub mod handoff;
 #[cfg(test)]
 mod tests;

@@ -113,7 +113,7 @@ pub(super) async fn serve(
 ) {
     if let Some(http) = http {
         log::info!("http: listening on {}", http.local_address());
-        let handler = super::leader_handler(server, shard::TransportKind::Http);
+        let handler = super::transport_handler(server, shard::TransportKind::Http);
         http.serve(handler, shutdown).await;
     }
 }

@@ -279,3 +279,55 @@ fn a_client_that_vanishes_mid_answer_ends_its_connection_only() {
         other.close(None).unwrap();
     });
 }
+
+#[test]
+fn plain_connections_are_handed_to_every_shard_at_accept() {
+    use super::handoff::{WsShard, handoff_channel};
+    let count = super::handoff::WsCount::default();
+    let (handoff, inbox) = handoff_channel();
+    let other_count = std::sync::Arc::clone(&count);
+    // The second shard: its own thread, runtime and handler.
+    let other = std::thread::spawn(move || {
+        compio::runtime::Runtime::new().unwrap().block_on(async {
+            let handler = Rc::new(Scripted::default());
+            let shard = WsShard::new(config(), Rc::clone(&handler), other_count);
+            shard.receive(inbox).await;
+            handler.assert_all_closed();
+            handler.opened()
+        })
+    });
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    let served_here = runtime.block_on(async {
+        let server = WsServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let client = std::thread::spawn(move || {
+            let mut sockets: Vec<_> = (0..4).map(|_| connect(address)).collect();
+            for (number, socket) in (3..).zip(&mut sockets) {
+                socket
+                    .send(Message::binary(request(number, b"hello")))
+                    .unwrap();
+                assert_eq!(reply(socket), (number, b"hello".to_vec()));
+            }
+            for mut socket in sockets {
+                socket.close(None).unwrap();
+            }
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let handler = Rc::new(Scripted::default());
+        let local = WsShard::new(config(), Rc::clone(&handler), count);
+        server.serve_sharded(&local, vec![handoff], done).await;
+        client.join().unwrap();
+        handler.assert_all_closed();
+        handler.opened()
+    });
+    let served_there = other.join().unwrap();
+    assert_eq!(
+        (served_here, served_there),
+        (2, 2),
+        "round-robin over both shards"
+    );
+}
