@@ -297,7 +297,7 @@ fn plain_connections_are_handed_to_every_shard_at_accept() {
         })
     });
     let runtime = compio::runtime::Runtime::new().unwrap();
-    let served_here = runtime.block_on(async {
+    let on_leader = runtime.block_on(async {
         let server = WsServer::bind(config()).await.unwrap();
         let address = server.local_address();
         let client = std::thread::spawn(move || {
@@ -324,9 +324,9 @@ fn plain_connections_are_handed_to_every_shard_at_accept() {
         handler.assert_all_closed();
         handler.opened()
     });
-    let served_there = other.join().unwrap();
+    let on_other = other.join().unwrap();
     assert_eq!(
-        (served_here, served_there),
+        (on_leader, on_other),
         (2, 2),
         "round-robin over both shards"
     );
