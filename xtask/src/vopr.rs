@@ -2,8 +2,9 @@
 //!
 //! CI runs [`CI_SEEDS`] seeds of the default size (1,000 requests and at least
 //! one crash each), then builds the simulator once more with the test-only feature
-//! `__broken` and requires each deliberate break of `segment::broken`, turned on one per run,
-//! to be caught within [`BROKEN_SEEDS`] seeds.
+//! `__broken` (in the dev profile: a break is caught in the first seeds, so the build, not
+//! the run, is the cost) and requires each deliberate break of `segment::broken`, turned on
+//! one per run, to be caught within [`BROKEN_SEEDS`] seeds.
 
 use xshell::{Shell, cmd};
 
@@ -40,12 +41,13 @@ pub(crate) fn ci(sh: &Shell) -> Result<(), DynError> {
 }
 
 fn broken(sh: &Shell) -> Result<(), DynError> {
-    // One build for every break; the third-party dependencies are the normal build's (only
-    // `segment`, `shard` and `sim` change features), so they are not built again.
+    // One build for every break, in the dev profile whose dependencies the test step built
+    // (only `segment`, `shard` and `sim` change features): about 20 s against 150 s in
+    // release, and seed 0 catches every break today.
     for name in BROKEN {
         let run = cmd!(
             sh,
-            "cargo run --release --quiet -p sim --features __broken
+            "cargo run --quiet -p sim --features __broken
              -- --break {name} --seed 0 --seeds {BROKEN_SEEDS}"
         )
         .ignore_status()
