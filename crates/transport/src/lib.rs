@@ -8,6 +8,8 @@
 //! closes that connection only.
 
 pub mod frame;
+#[cfg(any(feature = "tcp", feature = "ws"))]
+pub mod handoff;
 #[cfg(any(feature = "tcp", feature = "ws", feature = "tls", feature = "http"))]
 pub mod listen;
 #[cfg(any(feature = "ws", feature = "tls"))]

@@ -37,7 +37,7 @@ pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
-pub(crate) const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// The open connections of a listener and its shutdown, shared by its connection tasks.
 #[derive(Debug, Default)]
@@ -106,6 +106,20 @@ impl Shared {
     }
 }
 
+/// The next connection `listener` accepts. A failed accept (descriptor exhaustion, for one)
+/// is logged under `name` and retried after a pause, so the loop does not spin.
+pub(crate) async fn accept_next(name: &str, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(error) => {
+                log::warn!("{name}: accept failed: {error}");
+                compio::time::sleep(ACCEPT_RETRY_DELAY).await;
+            }
+        }
+    }
+}
+
 /// One connection's place in [`Shared`]'s count, given back when dropped.
 struct OpenSlot(Rc<Shared>);
 
@@ -131,14 +145,7 @@ pub async fn accept_until<S, F>(
     let shared = Rc::new(Shared::default());
     let accepting = async {
         loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    log::warn!("{name}: accept failed: {error}");
-                    compio::time::sleep(ACCEPT_RETRY_DELAY).await;
-                    continue;
-                }
-            };
+            let (stream, peer) = accept_next(name, listener).await;
             if !shared.open(name, peer, connections_max) {
                 continue;
             }

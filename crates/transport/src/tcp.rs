@@ -35,8 +35,6 @@ use crate::{BadFrame, ConnectionHandler};
 
 /// How long shutdown waits for requests already being handled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Pause after a failed accept (descriptor exhaustion), so the loop does not spin.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// Limits and address of a TCP listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,17 +191,14 @@ pub enum Arrival {
 
 /// A sending end of one shard's hand-off channel (the accept loop's, or another shard's for
 /// moving connections).
-pub type Handoff = crossfire::MAsyncTx<crossfire::mpsc::Array<Arrival>>;
+pub type Handoff = crate::handoff::Sender<Arrival>;
 
 /// A shard's end of its hand-off channel; see [`TcpShard::receive`].
-pub type HandoffInbox = crossfire::AsyncRx<crossfire::mpsc::Array<Arrival>>;
-
-/// Connections that may wait in one shard's hand-off channel before accepting pauses.
-const HANDOFF_MAX: usize = 64;
+pub type HandoffInbox = crate::handoff::Receiver<Arrival>;
 
 /// A hand-off channel for one shard.
 pub fn handoff_channel() -> (Handoff, HandoffInbox) {
-    crossfire::mpsc::bounded_async(HANDOFF_MAX)
+    crate::handoff::channel()
 }
 
 /// One shard's side of TCP: serves the connections handed to it, on the current runtime.
@@ -426,14 +421,7 @@ where
     let shards = others.len().saturating_add(1);
     let mut next: usize = 0;
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                log::warn!("tcp: accept failed: {error}");
-                compio::time::sleep(ACCEPT_RETRY_DELAY).await;
-                continue;
-            }
-        };
+        let (stream, peer) = crate::listen::accept_next("tcp", listener).await;
         let config = &local.config;
         let counted = local.connections.try_open(
             peer.ip(),
@@ -454,30 +442,21 @@ where
     }
 }
 
-/// Sends the connection's descriptor to another shard. The descriptor is duplicated first
-/// because compio's stream closes its own on drop; nothing has been read from it.
+/// Sends a just-accepted connection to another shard.
 async fn hand_off(
     handoff: &Handoff,
     stream: TcpStream,
     peer: SocketAddr,
     connections: &ConnectionCount,
 ) {
-    let descriptor = match stream.as_fd().try_clone_to_owned() {
-        Ok(descriptor) => descriptor,
-        Err(error) => {
-            log::warn!("tcp: {peer}: duplicate descriptor for hand-off: {error}");
-            connections.close(peer.ip());
-            return;
-        }
+    let arrival = |descriptor| {
+        Arrival::Connection(Handed {
+            descriptor,
+            peer,
+            state: None,
+        })
     };
-    drop(stream);
-    let handed = Handed {
-        descriptor,
-        peer,
-        state: None,
-    };
-    if handoff.send(Arrival::Connection(handed)).await.is_err() {
-        log::warn!("tcp: {peer}: its shard stopped; connection closed");
+    if !crate::handoff::pass("tcp", handoff, stream, peer, arrival).await {
         connections.close(peer.ip());
     }
 }

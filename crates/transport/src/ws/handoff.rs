@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -31,16 +31,13 @@ pub enum WsArrival {
 }
 
 /// The leader's end of one shard's hand-off channel.
-pub type WsHandoff = crossfire::MAsyncTx<crossfire::mpsc::Array<WsArrival>>;
+pub type WsHandoff = crate::handoff::Sender<WsArrival>;
 /// A shard's end of its hand-off channel; see [`WsShard::receive`].
-pub type WsInbox = crossfire::AsyncRx<crossfire::mpsc::Array<WsArrival>>;
-
-/// Connections that may wait in one shard's channel before accepting pauses.
-const HANDOFF_MAX: usize = 64;
+pub type WsInbox = crate::handoff::Receiver<WsArrival>;
 
 /// A hand-off channel for one shard.
 pub fn handoff_channel() -> (WsHandoff, WsInbox) {
-    crossfire::mpsc::bounded_async(HANDOFF_MAX)
+    crate::handoff::channel()
 }
 
 /// Connections open on every shard, counted against `connections_max` by the accept loop.
@@ -154,14 +151,7 @@ where
     let shards = others.len().saturating_add(1);
     let mut next: usize = 0;
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                log::warn!("websocket: accept failed: {error}");
-                compio::time::sleep(crate::listen::ACCEPT_RETRY_DELAY).await;
-                continue;
-            }
-        };
+        let (stream, peer) = crate::listen::accept_next("websocket", listener).await;
         let open = local.count.load(Ordering::Relaxed);
         if open >= local.config.connections_max {
             log::warn!("websocket: {peer} refused: {open} connections open (max_connections)");
@@ -177,21 +167,10 @@ where
     }
 }
 
-/// Sends the connection's descriptor to another shard; the descriptor is duplicated first
-/// because compio's stream closes its own on drop. Nothing has been read from it.
+/// Sends a just-accepted connection to another shard.
 async fn hand_off(handoff: &WsHandoff, stream: TcpStream, peer: SocketAddr, count: &WsCount) {
-    let descriptor = match stream.as_fd().try_clone_to_owned() {
-        Ok(descriptor) => descriptor,
-        Err(error) => {
-            log::warn!("websocket: {peer}: duplicate descriptor for hand-off: {error}");
-            count.fetch_sub(1, Ordering::Relaxed);
-            return;
-        }
-    };
-    drop(stream);
-    let arrival = WsArrival::Connection { descriptor, peer };
-    if handoff.send(arrival).await.is_err() {
-        log::warn!("websocket: {peer}: its shard stopped; connection closed");
+    let arrival = |descriptor| WsArrival::Connection { descriptor, peer };
+    if !crate::handoff::pass("websocket", handoff, stream, peer, arrival).await {
         count.fetch_sub(1, Ordering::Relaxed);
     }
 }
