@@ -56,11 +56,11 @@ fn main() -> ExitCode {
 
 /// Turns on the break called `name`, in a build that has them.
 fn choose_break(name: Option<&str>) -> Result<(), String> {
-    let names: Vec<&str> = segment::broken::Break::ALL
-        .iter()
-        .map(|each| each.name())
-        .collect();
     let Some(chosen) = name.and_then(segment::broken::Break::from_name) else {
+        let names: Vec<&str> = segment::broken::Break::ALL
+            .iter()
+            .map(|each| each.name())
+            .collect();
         return Err(format!("--break takes one of: {}", names.join(", ")));
     };
     if cfg!(feature = "__broken") {

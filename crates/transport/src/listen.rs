@@ -50,21 +50,27 @@ pub struct Shared {
 
 impl Shared {
     /// Counts a new connection unless `connections_max` are open (then says why, with
-    /// `name` and `peer`, and counts nothing).
-    pub fn open(&self, name: &str, peer: SocketAddr, connections_max: usize) -> bool {
+    /// `name` and `peer`, counts nothing and gives `None`). The count is given back when the
+    /// slot is dropped.
+    pub fn admit(
+        self: &Rc<Self>,
+        name: &str,
+        peer: SocketAddr,
+        connections_max: usize,
+    ) -> Option<OpenSlot> {
         if self.open.get() >= connections_max {
             log::warn!(
                 "{name}: {peer} refused: {} connections open (max_connections)",
                 self.open.get()
             );
-            return false;
+            return None;
         }
         self.open.set(self.open.get() + 1);
-        true
+        Some(OpenSlot(Rc::clone(self)))
     }
 
-    /// A connection counted by [`Self::open`] ended.
-    pub fn closed(&self) {
+    /// A connection counted by [`Self::admit`] ended.
+    fn closed(&self) {
         self.open.set(self.open.get().saturating_sub(1));
         self.changed.notify(usize::MAX);
     }
@@ -120,8 +126,10 @@ pub(crate) async fn accept_next(name: &str, listener: &TcpListener) -> (TcpStrea
     }
 }
 
-/// One connection's place in [`Shared`]'s count, given back when dropped.
-struct OpenSlot(Rc<Shared>);
+/// One connection's place in [`Shared`]'s count, given back when dropped: held by the
+/// connection's task, so a connection that died of a bug (its task unwound) does not hold
+/// its place of `connections_max` for ever.
+pub struct OpenSlot(Rc<Shared>);
 
 impl Drop for OpenSlot {
     fn drop(&mut self) {
@@ -146,14 +154,11 @@ pub async fn accept_until<S, F>(
     let accepting = async {
         loop {
             let (stream, peer) = accept_next(name, listener).await;
-            if !shared.open(name, peer, connections_max) {
+            let Some(slot) = shared.admit(name, peer, connections_max) else {
                 continue;
-            }
+            };
             let task = serve(stream, peer, Rc::clone(&shared));
-            let slot = OpenSlot(Rc::clone(&shared));
             compio::runtime::spawn(async move {
-                // Dropped at the end of the task, or as a panic unwinds it: a connection that
-                // died of a bug must not hold its slot of `connections_max` for ever.
                 let _slot = slot;
                 task.await;
             })

@@ -142,13 +142,17 @@ impl QuicServer {
     {
         while let Some(incoming) = self.endpoint.wait_incoming().await {
             let peer = incoming.remote_address();
-            if !shared.open("quic", peer, self.config.connections_max) {
+            let Some(slot) = shared.admit("quic", peer, self.config.connections_max) else {
                 incoming.refuse();
                 continue;
-            }
+            };
             let task =
                 serve_connection(incoming, Rc::clone(handler), self.config, Rc::clone(shared));
-            compio::runtime::spawn(task).detach();
+            compio::runtime::spawn(async move {
+                let _slot = slot;
+                task.await;
+            })
+            .detach();
         }
     }
 }
@@ -236,7 +240,6 @@ async fn serve_connection<H: ConnectionHandler>(
         Ok(Err(error)) => log::info!("quic: {peer}: handshake failed: {error}"),
         Err(_elapsed) => log::info!("quic: {peer}: handshake timed out"),
     }
-    shared.closed();
 }
 
 /// One connection and what it serves with.

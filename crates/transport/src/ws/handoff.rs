@@ -17,6 +17,7 @@ use futures_util::future::select;
 
 use super::{WsConfig, WsServer, serve_connection};
 use crate::ConnectionHandler;
+use crate::listen::OpenSlot;
 use crate::message_link::Shared;
 
 /// What a shard's WebSocket hand-off channel carries.
@@ -81,10 +82,9 @@ impl<H: ConnectionHandler + 'static> WsShard<H> {
     /// Upgrades and serves `stream`, already counted, on this shard.
     fn adopt(&self, stream: TcpStream, peer: SocketAddr) {
         // No local limit: the accept loop holds the count of every shard.
-        self.shared.open("websocket", peer, usize::MAX);
         let slot = Slot {
             count: Arc::clone(&self.count),
-            shared: Rc::clone(&self.shared),
+            _open: self.shared.admit("websocket", peer, usize::MAX),
         };
         let task = serve_connection(
             stream,
@@ -103,16 +103,16 @@ impl<H: ConnectionHandler + 'static> WsShard<H> {
     }
 }
 
-/// A connection's place in the counts, given back when dropped.
+/// A connection's place in the count of every shard (and, through `_open`, in this
+/// shard's), given back when dropped.
 struct Slot {
     count: WsCount,
-    shared: Rc<Shared>,
+    _open: Option<OpenSlot>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::Relaxed);
-        self.shared.closed();
     }
 }
 
