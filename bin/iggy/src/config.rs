@@ -34,6 +34,8 @@ pub(crate) struct Config {
     pub(crate) validate_checksum: bool,
     /// `[system.partition] enforce_fsync`: `replicated` topics sync before the ack too.
     pub(crate) enforce_fsync: bool,
+    /// `[system.partition] sync_interval`: `replicated`'s threshold sync at most once per.
+    pub(crate) sync_interval: Duration,
     pub(crate) tcp_enabled: bool,
     pub(crate) tcp_address: SocketAddr,
     pub(crate) tcp_tls: TlsSettings,
@@ -249,6 +251,7 @@ impl Config {
             memory_pool_bucket_capacity: view.count("system.memory_pool.bucket_capacity")?,
             validate_checksum: view.bool("system.partition.validate_checksum")?,
             enforce_fsync: view.bool("system.partition.enforce_fsync")?,
+            sync_interval: view.duration("system.partition.sync_interval")?,
             tcp_enabled: view.bool("tcp.enabled")?,
             tcp_address: view.parsed("tcp.address")?,
             tcp_tls: view.tls("tcp.tls")?,
@@ -275,21 +278,7 @@ impl Config {
                 accept_unmasked_frames: view.bool("websocket.accept_unmasked_frames")?,
                 tls: view.tls("websocket.tls")?,
             },
-            quic: QuicSettings {
-                enabled: view.bool("quic.enabled")?,
-                address: view.parsed("quic.address")?,
-                connections_max: view.count("quic.max_connections")?,
-                max_concurrent_bidi_streams: view.count("quic.max_concurrent_bidi_streams")?,
-                initial_mtu: view.size("quic.initial_mtu")?,
-                send_window: view.size("quic.send_window")?,
-                receive_window: view.size("quic.receive_window")?,
-                stream_receive_window: view.size("quic.stream_receive_window")?,
-                keep_alive_interval: view.duration("quic.keep_alive_interval")?,
-                max_idle_timeout: view.duration("quic.max_idle_timeout")?,
-                self_signed: view.bool("quic.certificate.self_signed")?,
-                cert_file: PathBuf::from(view.string("quic.certificate.cert_file")?),
-                key_file: PathBuf::from(view.string("quic.certificate.key_file")?),
-            },
+            quic: view.quic()?,
             http: view.http()?,
             cleaner_enabled: view.bool("data_maintenance.messages.cleaner_enabled")?,
             cleaner_interval: view.duration("data_maintenance.messages.interval")?,
@@ -565,6 +554,24 @@ impl View<'_> {
         base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|error| Self::invalid(path, format!("not base64: {error}")))
+    }
+
+    fn quic(&self) -> Result<QuicSettings, ConfigError> {
+        Ok(QuicSettings {
+            enabled: self.bool("quic.enabled")?,
+            address: self.parsed("quic.address")?,
+            connections_max: self.count("quic.max_connections")?,
+            max_concurrent_bidi_streams: self.count("quic.max_concurrent_bidi_streams")?,
+            initial_mtu: self.size("quic.initial_mtu")?,
+            send_window: self.size("quic.send_window")?,
+            receive_window: self.size("quic.receive_window")?,
+            stream_receive_window: self.size("quic.stream_receive_window")?,
+            keep_alive_interval: self.duration("quic.keep_alive_interval")?,
+            max_idle_timeout: self.duration("quic.max_idle_timeout")?,
+            self_signed: self.bool("quic.certificate.self_signed")?,
+            cert_file: PathBuf::from(self.string("quic.certificate.cert_file")?),
+            key_file: PathBuf::from(self.string("quic.certificate.key_file")?),
+        })
     }
 
     fn http(&self) -> Result<HttpSettings, ConfigError> {

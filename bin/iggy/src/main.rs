@@ -35,6 +35,8 @@ const SIGTERM: i32 = 15;
 /// Bounds of the period of the shard's periodic work (half the heartbeat interval).
 const TICK_MIN: Duration = Duration::from_millis(100);
 const TICK_MAX: Duration = Duration::from_secs(1);
+const PARTITION_TICK_MIN: Duration = Duration::from_millis(10);
+const PARTITION_TICK_MAX: Duration = Duration::from_secs(1);
 /// The shortest cleaner interval: each pass lists every retained topic's segments.
 const CLEANER_INTERVAL_MIN: Duration = Duration::from_millis(100);
 /// Characters of a generated root password.
@@ -253,6 +255,10 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     ensure_root_user(&server, &root).await?;
     let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
     let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
+    let partition_ticker = compio::runtime::spawn(tick_partitions(
+        Rc::clone(&server),
+        partition_tick_period(config.sync_interval),
+    ));
     let cleaner = config.cleaner_enabled.then(|| {
         let interval = config.cleaner_interval.max(CLEANER_INTERVAL_MIN);
         compio::runtime::spawn(clean_messages(Rc::clone(&server), interval))
@@ -263,6 +269,7 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
         })
         .await;
     drop(ticker);
+    drop(partition_ticker);
     drop(cleaner);
     for shard in &mut running {
         shard.drained().await;
@@ -305,6 +312,7 @@ fn server_info(config: &Config, ports: compose::Ports) -> ServerInfo {
         },
         validate_checksum: config.validate_checksum,
         enforce_fsync: config.enforce_fsync,
+        sync_interval_us: micros(config.sync_interval),
     }
 }
 
@@ -331,6 +339,22 @@ async fn tick(server: Rc<Server>, period: Duration) {
         interval.tick().await;
         server.tick(server.now_us());
     }
+}
+
+/// Gives this shard's partitions the time every `period`, so a threshold sync that waits
+/// for `[system.partition] sync_interval` starts though no append comes.
+pub(crate) async fn tick_partitions(server: Rc<Server>, period: Duration) {
+    let mut interval = compio::time::interval(period);
+    loop {
+        interval.tick().await;
+        server.tick_partitions(server.now_us());
+    }
+}
+
+/// How often a shard ticks its partitions: a quarter of the sync interval, so a waiting sync
+/// starts at most a quarter interval late.
+pub(crate) fn partition_tick_period(sync_interval: Duration) -> Duration {
+    (sync_interval / 4).clamp(PARTITION_TICK_MIN, PARTITION_TICK_MAX)
 }
 
 /// Runs the message cleaner every `interval` (`[data_maintenance.messages]`).

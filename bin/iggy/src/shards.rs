@@ -185,6 +185,7 @@ async fn serve(start: ShardStart, signals: Signals) {
             return;
         }
     };
+    let sync_interval = std::time::Duration::from_micros(start.info.sync_interval_us);
     let server = Server::for_shard_on(
         storage,
         start.info,
@@ -204,11 +205,16 @@ async fn serve(start: ShardStart, signals: Signals) {
     let inbox = compio::runtime::spawn(start.inbox.serve(Rc::clone(&server), async move {
         let _ = inbox_stopped.await;
     }));
+    let partition_ticker = compio::runtime::spawn(crate::tick_partitions(
+        Rc::clone(&server),
+        crate::partition_tick_period(sync_interval),
+    ));
     log::debug!("shard {index}: ready");
     signals.ready.send(Ok(()));
     start.handed.serve(Rc::clone(&server)).await;
     signals.drained.send(());
     let _ = signals.stop.await;
+    drop(partition_ticker);
     if let Err(error) = server.close().await {
         log::error!("shard {index}: closing its partitions failed: {error}");
     }

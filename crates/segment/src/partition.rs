@@ -30,6 +30,7 @@ use std::io;
 use std::path::PathBuf;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
 use crossfire::oneshot::{TxOneshot, oneshot};
@@ -199,6 +200,11 @@ enum Job {
         remove: bool,
         reply: Reply<()>,
     },
+    /// The time now, from the owner's clock: starts a threshold sync that waited for its
+    /// interval (`LogConfig::sync_interval_us`) when no append came to start it.
+    Tick {
+        now_us: u64,
+    },
 }
 
 /// What the task publishes for handles, on any shard, to read without a job: neither the
@@ -207,6 +213,9 @@ enum Job {
 struct Shared {
     stats: StatsCell,
     offsets: papaya::HashMap<OffsetOwner, u64>,
+    /// `Replicated`'s thresholds want a sync that has not started (its interval was not
+    /// over): the owner's ticks are needed only while this is set.
+    sync_waiting: AtomicBool,
 }
 
 /// A cloneable handle to one partition's task, usable from any thread: the jobs travel over
@@ -253,6 +262,9 @@ struct Task<S: Storage> {
     /// `Replicated`'s threshold sync while it runs beside the appends (see
     /// `log::background_sync`).
     syncing: Option<RunningSync>,
+    /// The latest time the task was given (appends' and ticks' `now_us`): the clock of the
+    /// threshold sync's interval.
+    latest_us: u64,
 }
 
 /// A threshold sync in flight, with what it covers.
@@ -300,6 +312,7 @@ impl PartitionHandle {
             shared: Arc::clone(&shared),
             on_change: Box::new(on_change),
             syncing: None,
+            latest_us: 0,
         };
         compio::runtime::spawn(task.run()).detach();
         Ok(Self { sender, shared })
@@ -307,6 +320,15 @@ impl PartitionHandle {
 
     pub fn stats(&self) -> PartitionStats {
         self.shared.stats.get()
+    }
+
+    /// Tells the task the time, when a threshold sync waits for its interval to end, so the
+    /// last appends of a burst are synced within about one interval even if no append
+    /// follows. Never waits: a full queue means appends are coming, and they start it.
+    pub fn tick(&self, now_us: u64) {
+        if self.shared.sync_waiting.load(Ordering::Relaxed) {
+            let _ = self.sender.try_send(Job::Tick { now_us });
+        }
     }
 
     /// The stored offset of `owner`, as of the last completed offset write.
@@ -450,7 +472,11 @@ impl<S: Storage + Clone + 'static> Task<S> {
             let next = self.run_round(first, &mut round).await;
             self.finish_round(&mut round).await;
             assert!(round.is_empty());
-            if let Some(job) = next {
+            if let Some(Job::Tick { now_us }) = next {
+                // Nothing to wait for: a sync in flight goes on.
+                self.latest_us = self.latest_us.max(now_us);
+                self.start_sync_if_due().await;
+            } else if let Some(job) = next {
                 // Reads, offsets, purges and the close see the log as the sync left it.
                 self.settle_sync().await;
                 if self.serve(job).await {
@@ -492,12 +518,21 @@ impl<S: Storage + Clone + 'static> Task<S> {
     }
 
     /// Starts `Replicated`'s threshold sync when it is due and none runs (inline when no
-    /// second file handle can be had).
+    /// second file handle can be had), and publishes whether one still waits for its
+    /// interval.
     async fn start_sync_if_due(&mut self) {
+        self.start_due_sync().await;
+        let waiting =
+            self.syncing.is_none() && self.log.as_ref().is_some_and(PartitionLog::sync_wanted);
+        self.shared.sync_waiting.store(waiting, Ordering::Relaxed);
+    }
+
+    async fn start_due_sync(&mut self) {
+        let now_us = self.latest_us;
         let Some(log) = self.log.as_mut() else {
             return;
         };
-        if self.syncing.is_some() || !log.sync_due() {
+        if self.syncing.is_some() || !log.sync_due(now_us) {
             return;
         }
         if let Err(error) = log.write_waiting_entries(INDEX_WRITE_MIN).await {
@@ -506,7 +541,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 self.spec.directory.display()
             );
         }
-        match log.start_sync() {
+        match log.start_sync(now_us) {
             Ok((sync, start)) => {
                 self.syncing = Some(Box::pin(async move { (sync.await, start) }));
             }
@@ -515,7 +550,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
                     "partition {}: threshold sync inline: {error}",
                     self.spec.directory.display()
                 );
-                log.sync_if_due().await;
+                log.sync_if_due(now_us).await;
                 self.shared.stats.set(PartitionStats::of(log));
             }
         }
@@ -548,6 +583,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
                     producer,
                     reply,
                 } => {
+                    self.latest_us = self.latest_us.max(now_us);
                     let (result, needs_sync, batch) = self.append(batch, now_us, producer).await;
                     round.push(Pending {
                         reply,
@@ -652,6 +688,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
     async fn serve(&mut self, job: Job) -> bool {
         match job {
             Job::Append { .. } => unreachable!("appends are served in rounds"),
+            Job::Tick { .. } => unreachable!("ticks are served by `run`"),
             Job::Read {
                 start,
                 count,

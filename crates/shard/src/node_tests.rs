@@ -33,6 +33,7 @@ fn info() -> ServerInfo {
         groups: GroupConfig::default(),
         validate_checksum: false,
         enforce_fsync: false,
+        sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
     }
 }
 

@@ -69,6 +69,9 @@ pub struct ServerInfo {
     /// `replicated` topics sync before the acknowledgement too, as `persisted` ones do
     /// (`[system.partition] enforce_fsync`).
     pub enforce_fsync: bool,
+    /// `replicated`'s threshold sync starts at most once per this many µs
+    /// (`[system.partition] sync_interval`; 0: at every threshold).
+    pub sync_interval_us: u64,
 }
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
@@ -163,6 +166,7 @@ impl Server {
             data: DataPlane::for_shard(storage, root, info.groups, place, routes)
                 .with_validate_checksum(info.validate_checksum)
                 .with_enforce_fsync(info.enforce_fsync)
+                .with_sync_interval(info.sync_interval_us)
                 .with_group_views(Arc::clone(&node.group_views))
                 .with_clock(Arc::clone(&node.clock)),
             sessions: RefCell::new(
@@ -330,6 +334,12 @@ impl Server {
     /// Periodic work at `now_us`: stale-connection eviction, session expiry, consumer-group
     /// heartbeat eviction and hand-off timeouts. The runtime calls it on the leader every half
     /// heartbeat interval.
+    /// Gives this shard's partitions the time: a `replicated` threshold sync that waited for
+    /// its interval starts though no append came. Every shard calls it for its own.
+    pub fn tick_partitions(&self, now_us: u64) {
+        self.data.tick_partitions(now_us);
+    }
+
     pub fn tick(&self, now_us: u64) {
         self.evict_stale(now_us);
         // Sessions whose identity lapsed on its own (an expired token) end within a tick.

@@ -239,6 +239,7 @@ impl Sim {
             logins: LoginLimits::default(),
             validate_checksum: true,
             enforce_fsync: false,
+            sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
         }
     }
 

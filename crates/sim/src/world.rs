@@ -233,13 +233,17 @@ impl Sim {
         self.act(shards, completions, index);
     }
 
-    /// Moves time on, ticking the leader at every half second it crosses.
+    /// Moves time on, ticking the leader (and every shard's partitions) at every half
+    /// second it crosses.
     fn advance(&mut self, shards: &Shards, step_us: u64) {
         let before = self.clock_now();
         self.clock.advance(step_us);
         let now = self.clock_now();
         if before / 500_000 != now / 500_000 {
             shards.sequencer().tick(now);
+            for server in &shards.servers {
+                server.tick_partitions(now);
+            }
         }
     }
 

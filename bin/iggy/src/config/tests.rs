@@ -24,6 +24,7 @@ fn defaults() {
     assert_eq!(config.rebalancing_timeout, Duration::from_secs(30));
     assert_eq!(config.heartbeat_interval, Duration::from_secs(30));
     assert_eq!(config.memory_pool_size_bytes, 4 << 30);
+    assert_eq!(config.sync_interval, Duration::from_secs(1));
 }
 
 #[test]
@@ -32,6 +33,7 @@ fn environment_overrides_nested_keys() {
         ("IGGY_TCP_ADDRESS", "127.0.0.1:9000"),
         ("IGGY_SYSTEM_MEMORY_POOL_SIZE", "1 MiB"),
         ("IGGY_TCP_ENABLED", "false"),
+        ("IGGY_SYSTEM_PARTITION_SYNC_INTERVAL", "250 ms"),
         ("IGGY_ROOT_PASSWORD", "not a key"),
         ("IGGY_UNRELATED", "ignored"),
     ]);
@@ -39,6 +41,7 @@ fn environment_overrides_nested_keys() {
     assert_eq!(config.tcp_address.port(), 9000);
     assert_eq!(config.memory_pool_size_bytes, 1 << 20);
     assert!(!config.tcp_enabled);
+    assert_eq!(config.sync_interval, Duration::from_millis(250));
     assert!(config.effective_toml().contains("127.0.0.1:9000"));
 }
 

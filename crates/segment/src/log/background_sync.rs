@@ -1,11 +1,20 @@
 //! `Replicated`'s threshold sync, off the acknowledgement path.
 //!
 //! `Replicated` acknowledges a record once it reached the kernel; the thresholds
-//! (`messages_required_to_save`, `size_of_messages_required_to_save`) only bound what a power
-//! loss can take. So the sync they ask for need not delay anyone: the partition task starts
-//! it after answering a round ([`PartitionLog::start_sync`]), through a second handle on the
-//! active segment's file, and keeps appending while the kernel flushes; when it completes,
-//! [`PartitionLog::finish_sync`] records what it covered.
+//! (`messages_required_to_save`, `size_of_messages_required_to_save`) and the interval
+//! (`sync_interval_us`) only bound what a power loss can take. So the sync they ask for need
+//! not delay anyone: the partition task starts it after answering a round
+//! ([`PartitionLog::start_sync`]), through a second handle on the active segment's file, and
+//! keeps appending while the kernel flushes; when it completes, [`PartitionLog::finish_sync`]
+//! records what it covered.
+//!
+//! Why an interval for the message count: a sync costs about the same whatever it covers (a
+//! journal commit and a device flush), and with 100-byte messages the count threshold alone
+//! asked for one per 100 KB, so one was always in flight beside the appends; on this
+//! project's test machine that cost 1.36x in messages per second (bench/RESULTS.md). The
+//! size threshold still starts a sync at once, so what a power loss can take stays bounded
+//! by it, or by about one interval when appends are slow (the owner's ticks start a sync
+//! that waits, see `PartitionHandle::tick`).
 //!
 //! Invariants:
 //! - a finished sync covers at most the bytes the active segment held when it started, so
@@ -34,24 +43,47 @@ pub struct SyncStart {
 }
 
 impl<S: Storage> PartitionLog<S> {
-    /// Whether `Replicated`'s thresholds ask for a sync now (never under `Persisted`, whose
-    /// appends sync before their acknowledgement, nor once the log refuses appends).
-    pub fn sync_due(&self) -> bool {
+    /// Whether `Replicated`'s thresholds ask for a sync, whenever the interval lets it
+    /// start (never under `Persisted`, whose appends sync before their acknowledgement, nor
+    /// once the log refuses appends).
+    pub fn sync_wanted(&self) -> bool {
+        let (by_count, by_size) = self.thresholds_reached();
+        by_count || by_size
+    }
+
+    /// Whether a threshold sync should start at `now_us`: at once when the size threshold is
+    /// reached, and when only the message count is, once no sync started within the last
+    /// `sync_interval_us` (append time, which never goes backwards here). A sync's cost is
+    /// mostly fixed (a journal commit and a device flush), so small messages must not buy
+    /// one per 1,024 of them.
+    pub fn sync_due(&self, now_us: u64) -> bool {
+        let (by_count, by_size) = self.thresholds_reached();
+        let interval_over = self
+            .last_sync_start_us
+            .is_none_or(|started| now_us.saturating_sub(started) >= self.config.sync_interval_us);
+        by_size || (by_count && interval_over)
+    }
+
+    /// (by message count, by size): which of `Replicated`'s thresholds the unsynced appends
+    /// reached.
+    fn thresholds_reached(&self) -> (bool, bool) {
         if self.config.durability != Durability::Replicated || self.refusal.is_some() {
-            return false;
+            return (false, false);
         }
         let unsynced_bytes = self.active().size_bytes - self.synced_size;
         let by_count = self.unsynced_messages >= u64::from(self.config.messages_required_to_save);
         let by_size = unsynced_bytes >= self.config.size_of_messages_required_to_save;
-        by_count || by_size
+        (by_count, by_size)
     }
 
     /// Starts the threshold sync: an fdatasync of the active segment's `.log` through a
     /// second handle, so appends may go on while it runs. Hand its result and the
     /// [`SyncStart`] to [`Self::finish_sync`]. Fails only when the handle cannot be had
     /// (no descriptor left); the caller then syncs inline with [`Self::sync_if_due`].
+    /// `now_us` starts the interval before the next one may start.
     pub fn start_sync(
-        &self,
+        &mut self,
+        now_us: u64,
     ) -> io::Result<(impl Future<Output = io::Result<()>> + 'static, SyncStart)>
     where
         S::File: 'static,
@@ -64,6 +96,7 @@ impl<S: Storage> PartitionLog<S> {
             messages: self.unsynced_messages,
             path: active.paths.log.clone(),
         };
+        self.last_sync_start_us = Some(now_us);
         Ok((async move { file.sync_data().await }, start))
     }
 
@@ -97,8 +130,12 @@ impl<S: Storage> PartitionLog<S> {
 
     /// The threshold sync inline, when due: for callers without a task to run it beside
     /// their appends, and the fallback when [`Self::start_sync`] cannot.
-    pub async fn sync_if_due(&mut self) {
-        if self.sync_due() && self.sync().await.is_err() {
+    pub async fn sync_if_due(&mut self, now_us: u64) {
+        if !self.sync_due(now_us) {
+            return;
+        }
+        self.last_sync_start_us = Some(now_us);
+        if self.sync().await.is_err() {
             assert!(self.refusal.is_some(), "a failed sync poisons the log");
         }
     }

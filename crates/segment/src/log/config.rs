@@ -10,6 +10,9 @@ pub enum Durability {
     Persisted,
 }
 
+/// The server's default `[system.partition] sync_interval` (1 s), in µs.
+pub const SYNC_INTERVAL_DEFAULT_US: u64 = 1_000_000;
+
 /// The log's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
@@ -20,6 +23,10 @@ pub struct LogConfig {
     pub messages_required_to_save: u32,
     /// Under `Replicated`: sync once this many bytes are unsynced.
     pub size_of_messages_required_to_save: u64,
+    /// Under `Replicated`: once only the message-count threshold is reached, a sync starts
+    /// if none started within this many µs of append time (the `now_us` appends and ticks
+    /// carry); the size threshold starts one at once. 0: at every threshold.
+    pub sync_interval_us: u64,
     /// Reads verify every message checksum of the records they return
     /// (`[system.partition] validate_checksum`). Off, they verify each record's layout and
     /// batch checksum, which covers its header and its messages' checksums but not their
@@ -34,6 +41,7 @@ impl Default for LogConfig {
             durability: Durability::Replicated,
             messages_required_to_save: 1024,
             size_of_messages_required_to_save: 1 << 20,
+            sync_interval_us: SYNC_INTERVAL_DEFAULT_US,
             // As the server's default: a record damaged at rest is refused, not served.
             validate_checksum: true,
         }

@@ -474,6 +474,7 @@ fn a_failed_threshold_sync_acknowledges_the_written_record_and_poisons() {
     let storage = MemoryStorage::new();
     let mut every_append = config(1 << 20, Durability::Replicated);
     every_append.messages_required_to_save = 1;
+    every_append.sync_interval_us = 0;
     let (mut log, _) = open(&storage, every_append);
     append(&mut log, batch(2, PAYLOAD), 10);
     storage.set_faults(Faults {

@@ -30,7 +30,7 @@ mod segment;
 
 pub use append::Appended;
 pub use background_sync::SyncStart;
-pub use config::{Durability, LogConfig};
+pub use config::{Durability, LogConfig, SYNC_INTERVAL_DEFAULT_US};
 pub use error::{AppendError, OpenError, ReadError};
 pub use open::{Cut, Damage, RecoveryReport};
 pub use read::{ReadStart, Records};
@@ -59,6 +59,8 @@ pub struct PartitionLog<S: Storage> {
     /// Bytes of the active segment covered by its last fdatasync.
     synced_size: u64,
     unsynced_messages: u64,
+    /// The append time at which the last threshold sync started (`background_sync`).
+    last_sync_start_us: Option<u64>,
     /// Why appends are refused for good, if they are.
     refusal: Option<Refusal>,
 }
@@ -132,6 +134,7 @@ impl<S: Storage> PartitionLog<S> {
             reserved_offset: 0,
             synced_size,
             unsynced_messages: 0,
+            last_sync_start_us: None,
             refusal,
         };
         let recorded = if log.refusal.is_some() {

@@ -64,7 +64,7 @@ pub(super) fn append(log: &mut PartitionLog<MemoryStorage>, bytes: Vec<u8>, now:
         run(log.sync()).unwrap();
     }
     // As the partition task does after answering.
-    run(log.sync_if_due());
+    run(log.sync_if_due(now));
     appended
 }
 
@@ -194,18 +194,18 @@ fn a_replicated_threshold_sync_waits_for_the_caller_not_the_append() {
     let before = storage.syncs();
     let (first, _) = run(log.append(batch(2, b"one"), 5));
     assert!(!first.unwrap().needs_sync);
-    assert!(!log.sync_due(), "2 of 4 messages");
+    assert!(!log.sync_due(5), "2 of 4 messages");
     let (second, _) = run(log.append(batch(2, b"two"), 6));
     assert!(
         !second.unwrap().needs_sync,
         "Replicated acknowledges without a sync"
     );
     assert_eq!(storage.syncs(), before, "the append itself did not sync");
-    assert!(log.sync_due());
-    run(log.sync_if_due());
+    assert!(log.sync_due(6));
+    run(log.sync_if_due(6));
     assert_eq!(storage.syncs(), before + 1);
-    assert!(!log.sync_due() && !log.has_unsynced());
-    run(log.sync_if_due());
+    assert!(!log.sync_due(6) && !log.has_unsynced());
+    run(log.sync_if_due(6));
     assert_eq!(storage.syncs(), before + 1, "nothing due, nothing synced");
     storage.crash(CrashMode::DropUnsynced);
     let (log, _) = open(&storage, every_four);
@@ -215,6 +215,33 @@ fn a_replicated_threshold_sync_waits_for_the_caller_not_the_append() {
         [0, 1, 2, 3],
         "the threshold sync made both records durable"
     );
+}
+
+#[test]
+fn the_message_count_buys_one_sync_per_interval_and_the_size_one_at_once() {
+    let storage = MemoryStorage::new();
+    let mut gated = config(1 << 20, Durability::Replicated);
+    gated.messages_required_to_save = 2;
+    gated.size_of_messages_required_to_save = 4096;
+    gated.sync_interval_us = 1_000;
+    let (mut log, _) = open(&storage, gated);
+    let before = storage.syncs();
+    run(log.append(batch(2, b"a"), 10)).0.unwrap();
+    assert!(
+        log.sync_due(10),
+        "no sync started yet: the count starts one"
+    );
+    run(log.sync_if_due(10));
+    assert_eq!(storage.syncs(), before + 1);
+    run(log.append(batch(2, b"b"), 500)).0.unwrap();
+    assert!(log.sync_wanted(), "the count is reached again");
+    assert!(!log.sync_due(500), "within the interval of the last start");
+    assert!(log.sync_due(1_010), "the interval is over");
+    run(log.append(batch(1, &[7; 5000]), 600)).0.unwrap();
+    assert!(log.sync_due(600), "the size threshold does not wait");
+    run(log.sync_if_due(600));
+    assert_eq!(storage.syncs(), before + 2);
+    assert!(!log.sync_wanted() && !log.has_unsynced());
 }
 
 pub(super) fn log_path(start: u64) -> PathBuf {

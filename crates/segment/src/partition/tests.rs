@@ -160,6 +160,59 @@ fn replicated_threshold_syncs_run_beside_the_appends_and_before_reads() {
     });
 }
 
+/// The message count waits out the interval; the owner's tick then starts the sync that
+/// no append came to start, and what it covered survives a power loss.
+#[test]
+fn a_tick_starts_the_threshold_sync_that_waited_for_its_interval() {
+    let storage = MemoryStorage::new();
+    let mut spec = syncing_every(3);
+    spec.log.sync_interval_us = 1_000_000;
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+            .await
+            .unwrap();
+        let before = storage.syncs();
+        // The first threshold syncs at once (no sync started yet) ...
+        handle.append(batch(3, None), 10, None).await.unwrap();
+        let first = wait_for_syncs(&storage, before + 1).await;
+        // ... the next one within the interval waits, however long the task idles.
+        handle.append(batch(3, None), 20, None).await.unwrap();
+        compio::runtime::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(storage.syncs(), first, "the count waits for the interval");
+        handle.tick(500_000);
+        compio::runtime::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(
+            storage.syncs(),
+            first,
+            "a tick inside the interval starts nothing"
+        );
+        handle.tick(1_000_010);
+        wait_for_syncs(&storage, first + 1).await;
+        storage.crash(CrashMode::DropUnsynced);
+    });
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        let records = handle.read(ReadStart::First, 100, u64::MAX).await.unwrap();
+        assert_eq!(
+            records.messages_count, 6,
+            "the ticked sync covered both appends"
+        );
+    });
+}
+
+/// Waits (a bounded while) until `storage` counted at least `count` syncs; returns the count.
+async fn wait_for_syncs(storage: &MemoryStorage, count: u64) -> u64 {
+    for _ in 0..200 {
+        if storage.syncs() >= count {
+            return storage.syncs();
+        }
+        compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("{} syncs, {count} expected", storage.syncs());
+}
+
 #[test]
 fn a_failed_threshold_sync_poisons_the_partition_but_keeps_its_acknowledgements() {
     let storage = MemoryStorage::new();

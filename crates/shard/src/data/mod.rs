@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use segment::layout::partition_directory;
-use segment::log::{Durability, LogConfig};
+use segment::log::{Durability, LogConfig, SYNC_INTERVAL_DEFAULT_US};
 use segment::storage::Storage;
 use segment::storage::either::Either;
 
@@ -191,6 +191,9 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     /// Appends of `replicated` topics sync before their acknowledgement, as `persisted`
     /// ones do (`[system.partition] enforce_fsync`).
     enforce_fsync: bool,
+    /// `replicated`'s threshold sync starts at most once per this many µs
+    /// (`[system.partition] sync_interval`).
+    sync_interval_us: u64,
     /// The time of group hand-offs and the deadlines of parked polls and fetches.
     clock: Arc<dyn Clock>,
 }
@@ -230,6 +233,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             // The server's default (`[system.partition] validate_checksum = true`).
             validate_checksum: true,
             enforce_fsync: false,
+            sync_interval_us: SYNC_INTERVAL_DEFAULT_US,
             clock: Arc::new(SystemClock),
         }
     }
@@ -252,6 +256,21 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     pub fn with_enforce_fsync(mut self, enforce_fsync: bool) -> Self {
         self.enforce_fsync = enforce_fsync;
         self
+    }
+
+    /// The same data plane, opening partitions whose threshold syncs start at most once per
+    /// `sync_interval_us` (0: at every threshold).
+    pub fn with_sync_interval(mut self, sync_interval_us: u64) -> Self {
+        self.sync_interval_us = sync_interval_us;
+        self
+    }
+
+    /// Gives every partition of the shard the time, so a threshold sync that waited for its
+    /// interval starts though no append came (see `PartitionHandle::tick`).
+    pub fn tick_partitions(&self, now_us: u64) {
+        for entry in self.partitions.borrow().values() {
+            entry.handle.tick(now_us);
+        }
     }
 
     /// The same data plane, opening partitions whose reads verify every message checksum
@@ -550,6 +569,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 },
                 messages_required_to_save: settings.messages_required_to_save,
                 size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
+                sync_interval_us: self.sync_interval_us,
                 validate_checksum: self.validate_checksum,
             },
             offsets_durability: settings.consumer_offset_durability,

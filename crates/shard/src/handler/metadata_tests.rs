@@ -61,6 +61,7 @@ fn fixture() -> Fixture {
         groups: crate::data::GroupConfig::default(),
         validate_checksum: false,
         enforce_fsync: false,
+        sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
     };
     let server = Server::new(info, Metadata::default(), root.clone());
     Fixture { server, root }
