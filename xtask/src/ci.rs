@@ -75,7 +75,10 @@ fn run_step(sh: &Shell, step: Step) -> Result<(), DynError> {
         Step::Clippy => cmd!(sh, "cargo clippy --workspace --all-targets -- -D warnings").run()?,
         Step::Tidy => tidy::run(sh)?,
         Step::Test => test(sh)?,
-        Step::NoStd => cmd!(sh, "cargo check -p proto --no-default-features").run()?,
+        Step::NoStd => {
+            cmd!(sh, "cargo check -p proto --no-default-features").run()?;
+            cmd!(sh, "cargo check -p vsr").run()?;
+        }
         Step::Deny => cmd!(sh, "cargo deny check licenses bans sources").run()?,
         Step::Vopr => crate::vopr::ci(sh)?,
         Step::Compat => compat(sh)?,

@@ -5,6 +5,9 @@
 //! `__broken` (in the dev profile: a break is caught in the first seeds, so the build, not
 //! the run, is the cost) and requires each deliberate break of `segment::broken`, turned on
 //! one per run, to be caught within [`BROKEN_SEEDS`] seeds.
+//!
+//! `vopr --cluster N` runs the replication simulator of `crates/vsr` instead (its seeds and
+//! planted bugs also run in CI's test step, in `tests/cluster.rs`).
 
 use xshell::{Shell, cmd};
 
@@ -25,6 +28,14 @@ const BROKEN: [&str; 3] = [
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<(), DynError> {
     if args.iter().any(|arg| arg == "--broken") {
         return broken(sh);
+    }
+    if let Some(replicas) = value_of(args, "--cluster") {
+        return cluster(
+            sh,
+            &replicas,
+            value_of(args, "--seed"),
+            value_of(args, "--seeds"),
+        );
     }
     cmd!(sh, "cargo run --release --quiet -p sim -- {args...}").run()?;
     Ok(())
@@ -64,6 +75,41 @@ fn broken(sh: &Shell) -> Result<(), DynError> {
                 .into());
             }
         }
+    }
+    Ok(())
+}
+
+/// The value after `flag` in `args`.
+fn value_of(args: &[String], flag: &str) -> Option<String> {
+    let position = args.iter().position(|arg| arg == flag)?;
+    args.get(position + 1).cloned()
+}
+
+/// `vopr --cluster N [--seed S] [--seeds K]`: the replication simulator of `crates/vsr`
+/// (`tests/cluster.rs`) with N replicas: one seed replayed, or K seeds from S.
+fn cluster(
+    sh: &Shell,
+    replicas: &str,
+    seed: Option<String>,
+    seeds: Option<String>,
+) -> Result<(), DynError> {
+    let _replicas = sh.push_env("VSR_REPLICAS", replicas);
+    let start = seed.unwrap_or_else(|| "0".to_owned());
+    if let Some(count) = seeds {
+        let _start = sh.push_env("VSR_SEED_START", &start);
+        let _count = sh.push_env("VSR_SEEDS", count);
+        cmd!(
+            sh,
+            "cargo test --release -q -p vsr --test cluster seeds_keep -- --nocapture"
+        )
+        .run()?;
+    } else {
+        let _seed = sh.push_env("VSR_SEED", &start);
+        cmd!(
+            sh,
+            "cargo test --release -q -p vsr --test cluster -- --exact replay --nocapture"
+        )
+        .run()?;
     }
     Ok(())
 }

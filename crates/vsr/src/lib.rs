@@ -1,0 +1,72 @@
+//! Viewstamped Replication Revisited (Liskov and Cowling, 2012) as a pure state machine.
+//!
+//! A [`Replica`] takes messages, ticks and I/O completions in and pushes effects (send, write,
+//! persist the view, commit, reply) onto an [`Outbox`] that its caller executes: no clock, no
+//! runtime, no I/O. The cluster simulator (`tests/sim`) drives replicas with a lossy,
+//! reordering network, crashes and lost disks, and checks the safety invariants after every
+//! step.
+//!
+//! What this implementation adds to the paper, and why:
+//! - **A durable log.** A backup acknowledges a prepare (`PrepareOk`) only after the entry is
+//!   written ([`Completion::Written`]), and a primary counts itself only for entries it has
+//!   written, so a committed op is durable on a quorum.
+//! - **A durable view.** `view` and `log_view` are persisted ([`Effect::Persist`]) before any
+//!   message that depends on them is sent, so a replica that restarts with its disk keeps the
+//!   promises it made in view changes and may take part at once; only a replica whose disk was
+//!   lost runs the paper's recovery protocol, and it votes only after it has caught up.
+//! - **A primary that restarts never resumes its view**: it may have lost entries it had
+//!   prepared but not written, so it starts a view change instead.
+//! - **Hash-chained entries**: every entry carries its predecessor's checksum, so a backup
+//!   appends a prepare only if it continues the log it holds.
+//!
+//! Bounded by design: replica sets are `u16` bitsets (at most [`REPLICAS_MAX`]), the pipeline
+//! holds at most [`PIPELINE_MAX`] uncommitted ops, a repair request covers at most
+//! [`REPAIR_PREPARES_MAX`] ops and the client table at most [`CLIENTS_MAX`] clients.
+//!
+//! Not yet here (issue 13 lists them): the 256-byte wire headers, log repair by headers
+//! instead of whole logs in `DoViewChange` and `StartView`, state transfer for a replica too far
+//! behind, and replica authentication.
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod client_table;
+mod config;
+mod entry;
+mod message;
+mod outbox;
+mod recovery;
+mod replica;
+mod view_change;
+
+pub use client_table::ClientTable;
+pub use config::{Break, Config, quorum};
+pub use entry::{Checksum, Entry, Op, ROOT_CHECKSUM};
+pub use message::{Command, Message};
+pub use outbox::{Completion, Effect, Outbox};
+pub use replica::{Durable, Replica, Status};
+
+/// Replica sets are `u16` bitsets.
+pub const REPLICAS_MAX: usize = 16;
+/// Uncommitted ops the primary prepares at once; requests beyond wait in its queue.
+pub const PIPELINE_MAX: usize = 64;
+/// Client requests waiting for room in the pipeline; more are dropped (the client retries).
+pub const REQUEST_QUEUE_MAX: usize = 256;
+/// Ops one `RequestPrepares` asks for (and one answer sends).
+pub const REPAIR_PREPARES_MAX: u64 = 32;
+/// Clients the table remembers; the one that committed least recently is forgotten first.
+pub const CLIENTS_MAX: usize = 1024;
+
+/// The index of a replica in the cluster (`0..replica_count`).
+pub type ReplicaId = u8;
+/// A view number; `view % replica_count` is its primary.
+pub type View = u32;
+/// A set of replicas, one bit per replica id.
+pub type ReplicaSet = u16;
+
+const _: () = assert!(REPLICAS_MAX <= ReplicaSet::BITS as usize);
+const _: () = assert!(PIPELINE_MAX <= REQUEST_QUEUE_MAX);
+
+#[cfg(test)]
+mod tests;

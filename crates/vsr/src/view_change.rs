@@ -1,0 +1,277 @@
+//! View changes: `StartViewChange`, `DoViewChange`, `StartView` (VRR §4.2), with the view made
+//! durable before the messages that promise it.
+
+use alloc::vec::Vec;
+
+use crate::entry::is_chain;
+use crate::replica::Vote;
+use crate::{Break, Entry, Message, Op, Outbox, REPLICAS_MAX, ReplicaId, Status, View};
+
+impl crate::Replica {
+    pub(crate) fn on_view_message(&mut self, message: &Message, out: &mut Outbox) {
+        match message {
+            Message::StartViewChange { view, replica } => {
+                self.on_start_view_change(*view, *replica, out);
+            }
+            Message::DoViewChange {
+                view,
+                replica,
+                log_view,
+                commit,
+                log,
+            } => {
+                let vote = Vote {
+                    replica: *replica,
+                    log_view: *log_view,
+                    commit: *commit,
+                    log: log.clone(),
+                };
+                self.on_do_view_change(*view, vote, out);
+            }
+            Message::StartView {
+                view,
+                replica,
+                commit,
+                log,
+            } => {
+                self.on_start_view(*view, *replica, *commit, log, out);
+            }
+            Message::RequestStartView { view, replica } => {
+                self.on_request_start_view(*view, *replica, out);
+            }
+            Message::Recovery { replica, nonce } => self.on_recovery(*replica, *nonce, out),
+            Message::RecoveryResponse {
+                view,
+                replica,
+                nonce,
+                primary_state,
+            } => {
+                self.on_recovery_response(*view, *replica, *nonce, primary_state.as_ref(), out);
+            }
+            Message::Request { .. }
+            | Message::Prepare { .. }
+            | Message::PrepareOk { .. }
+            | Message::Commit { .. }
+            | Message::RequestPrepares { .. } => unreachable!("handled in replica.rs"),
+        }
+    }
+
+    /// Leaves the current view for `view`: persists it, then asks everyone to follow.
+    pub(crate) fn start_view_change(&mut self, view: View, out: &mut Outbox) {
+        assert!(view > self.view || (view == self.view && self.status != Status::Normal));
+        assert_ne!(
+            self.status,
+            Status::Recovering,
+            "a recovering replica does not vote"
+        );
+        self.view = view;
+        self.status = Status::ViewChange;
+        self.view_change_started_at = self.now;
+        self.retransmitted_at = self.now;
+        self.svc_from = Self::bit(self.id);
+        self.dvc_sent = false;
+        self.votes.clear();
+        self.queue.clear();
+        self.persist(out);
+        let message = Message::StartViewChange {
+            view,
+            replica: self.id,
+        };
+        self.broadcast(&message, out);
+        self.maybe_do_view_change(out);
+    }
+
+    pub(crate) fn tick_view_change(&mut self, out: &mut Outbox) {
+        if self.now.saturating_sub(self.view_change_started_at) >= self.config.view_change_timeout {
+            self.start_view_change(self.view.saturating_add(1), out);
+            return;
+        }
+        if self.now.saturating_sub(self.retransmitted_at) >= self.config.retransmit_interval {
+            self.retransmitted_at = self.now;
+            let message = Message::StartViewChange {
+                view: self.view,
+                replica: self.id,
+            };
+            self.broadcast(&message, out);
+            if self.dvc_sent && !self.is_primary() {
+                out.send(
+                    self.config.primary(self.view),
+                    self.do_view_change_message(),
+                );
+            }
+        }
+    }
+
+    fn on_start_view_change(&mut self, view: View, replica: ReplicaId, out: &mut Outbox) {
+        if self.status == Status::Recovering || view < self.view {
+            return;
+        }
+        if view > self.view {
+            self.start_view_change(view, out);
+        }
+        match self.status {
+            Status::ViewChange => {
+                self.svc_from |= Self::bit(replica);
+                self.maybe_do_view_change(out);
+            }
+            // The sender missed this view's StartView.
+            Status::Normal if self.is_primary() => out.send(replica, self.start_view_message()),
+            Status::Normal | Status::Recovering => {}
+        }
+    }
+
+    /// With a quorum of `StartViewChange`, sends this replica's log to the new primary (the
+    /// new primary records its own).
+    fn maybe_do_view_change(&mut self, out: &mut Outbox) {
+        let votes = usize::try_from(self.svc_from.count_ones()).unwrap_or(REPLICAS_MAX);
+        if self.status != Status::ViewChange || self.dvc_sent || votes < self.config.quorum() {
+            return;
+        }
+        self.dvc_sent = true;
+        if self.is_primary() {
+            let own = Vote {
+                replica: self.id,
+                log_view: self.log_view,
+                commit: self.commit.min(self.op()),
+                log: self.log.clone(),
+            };
+            self.record_vote(own, out);
+        } else {
+            out.send(
+                self.config.primary(self.view),
+                self.do_view_change_message(),
+            );
+        }
+    }
+
+    /// This replica's `DoViewChange`. Its commit is capped at its log: a lagging backup may
+    /// have heard of commits beyond the ops it holds, and it vouches only for those it holds.
+    fn do_view_change_message(&self) -> Message {
+        Message::DoViewChange {
+            view: self.view,
+            replica: self.id,
+            log_view: self.log_view,
+            commit: self.commit.min(self.op()),
+            log: self.log.clone(),
+        }
+    }
+
+    fn start_view_message(&self) -> Message {
+        Message::StartView {
+            view: self.view,
+            replica: self.id,
+            commit: self.commit,
+            log: self.log.clone(),
+        }
+    }
+
+    fn on_do_view_change(&mut self, view: View, vote: Vote, out: &mut Outbox) {
+        if self.status == Status::Recovering
+            || view < self.view
+            || self.config.primary(view) != self.id
+        {
+            return;
+        }
+        let commit_valid = vote.commit <= Op::try_from(vote.log.len()).unwrap_or(Op::MAX);
+        if vote.log_view >= view || !commit_valid || !is_chain(&vote.log) {
+            self.invalid = self.invalid.saturating_add(1);
+            return;
+        }
+        if view > self.view {
+            self.start_view_change(view, out);
+        }
+        match self.status {
+            Status::ViewChange => {
+                // A DoViewChange implies its sender's StartViewChange.
+                self.svc_from |= Self::bit(vote.replica);
+                self.record_vote(vote, out);
+                self.maybe_do_view_change(out);
+            }
+            Status::Normal => out.send(vote.replica, self.start_view_message()),
+            Status::Recovering => {}
+        }
+    }
+
+    fn record_vote(&mut self, vote: Vote, out: &mut Outbox) {
+        self.votes.retain(|each| each.replica != vote.replica);
+        self.votes.push(vote);
+        let own_voted = self.votes.iter().any(|each| each.replica == self.id);
+        if own_voted && self.votes.len() >= self.config.quorum() {
+            self.start_view(out);
+        }
+    }
+
+    /// As the new primary with a quorum of `DoViewChange`: the log of the most recent view, the
+    /// longest among those, becomes this view's; everyone hears it in a `StartView`.
+    fn start_view(&mut self, out: &mut Outbox) {
+        let best = self
+            .votes
+            .iter()
+            .max_by_key(|vote| (vote.log_view, vote.log.len()));
+        let best = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
+            self.votes.iter().find(|vote| vote.replica == self.id)
+        } else {
+            best
+        };
+        let Some(best) = best else { return };
+        let log: Vec<Entry> = best.log.clone();
+        let commit = self.votes.iter().map(|vote| vote.commit).max().unwrap_or(0);
+        let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
+        let commit = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
+            commit.min(length)
+        } else {
+            commit
+        };
+        assert!(commit <= length, "the chosen log holds every committed op");
+        self.votes.clear();
+        self.replace_log(log, out);
+        self.status = Status::Normal;
+        self.acked = [0; REPLICAS_MAX];
+        if self.log_view_durable == self.view {
+            self.acked[usize::from(self.id)] = self.durable;
+        }
+        self.commit = self.commit.max(commit);
+        self.commit_sent_at = self.now;
+        self.retransmitted_at = self.now;
+        let message = self.start_view_message();
+        self.broadcast(&message, out);
+        self.apply_commits(out);
+        self.try_commit(out);
+    }
+
+    fn on_start_view(
+        &mut self,
+        view: View,
+        from: ReplicaId,
+        commit: Op,
+        log: &[Entry],
+        out: &mut Outbox,
+    ) {
+        if self.status == Status::Recovering || view < self.view {
+            return;
+        }
+        if view == self.view && self.status == Status::Normal {
+            return;
+        }
+        let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
+        if self.config.primary(view) != from || commit > length || !is_chain(log) {
+            self.invalid = self.invalid.saturating_add(1);
+            return;
+        }
+        self.view = view;
+        self.replace_log(log.to_vec(), out);
+        self.status = Status::Normal;
+        self.queue.clear();
+        self.votes.clear();
+        self.heard_primary_at = self.now;
+        self.learn_commit(commit, out);
+        // Acknowledged now if nothing needed writing, else when the write completes.
+        self.acknowledge(out);
+    }
+
+    fn on_request_start_view(&mut self, view: View, replica: ReplicaId, out: &mut Outbox) {
+        if self.status == Status::Normal && self.is_primary() && view <= self.view {
+            out.send(replica, self.start_view_message());
+        }
+    }
+}
