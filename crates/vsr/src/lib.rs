@@ -23,13 +23,15 @@
 //! holds at most [`PIPELINE_MAX`] uncommitted ops, a repair request covers at most
 //! [`REPAIR_PREPARES_MAX`] ops and the client table at most [`CLIENTS_MAX`] clients.
 //!
-//! Not yet here (issue 13 lists them): the 256-byte wire headers, log repair by headers
+//! Not yet here (issue 13 lists them): log repair by headers
 //! instead of whole logs in `DoViewChange` and `StartView`, state transfer for a replica too far
 //! behind, and replica authentication.
 #![no_std]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
+#[cfg(test)]
+extern crate std;
 
 mod client_table;
 mod config;
@@ -39,6 +41,7 @@ mod outbox;
 mod recovery;
 mod replica;
 mod view_change;
+pub mod wire;
 
 pub use client_table::ClientTable;
 pub use config::{Break, Config, quorum};
@@ -70,3 +73,5 @@ const _: () = assert!(PIPELINE_MAX <= REQUEST_QUEUE_MAX);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wire_tests;

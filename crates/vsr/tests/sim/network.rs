@@ -79,6 +79,19 @@ impl Network {
         if cut(from) || cut(to) || rng.chance(self.faults.loss) {
             return;
         }
+        // Every replica message crosses the wire codec: what arrives is what was encoded.
+        let packet = match packet {
+            Packet::ToReplica { to, message } => {
+                let frame = vsr::wire::encode(message, 0);
+                let (decoded, _) = vsr::wire::decode(&frame).expect("a frame we encoded decodes");
+                assert_eq!(&decoded, message, "the codec round-trips");
+                Packet::ToReplica {
+                    to: *to,
+                    message: decoded,
+                }
+            }
+            Packet::ToClient { .. } => packet.clone(),
+        };
         let copies = if rng.chance(self.faults.duplicate) {
             2
         } else {
