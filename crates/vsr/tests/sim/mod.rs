@@ -40,6 +40,9 @@ pub struct Options {
     /// the log that view installed may still be being written.
     pub crash_on_new_view: u64,
     pub write_latency_max: u64,
+    /// Per mille: how often each replica's clock ticks per simulated tick (clock drift: a
+    /// replica whose clock runs slow times out later than its peers).
+    pub tick_rates: Vec<u64>,
     pub ticks_faulty: u64,
     pub ticks_liveness: u64,
     pub broken: Option<Break>,
@@ -70,6 +73,9 @@ impl Options {
             torn: rng.chance(700),
             crash_on_new_view: rng.between(0, 300),
             write_latency_max: rng.between(1, 40),
+            tick_rates: (0..replicas.unwrap_or(3))
+                .map(|_| rng.between(700, 1000))
+                .collect(),
             ticks_faulty: 3000,
             ticks_liveness: 20_000,
             broken: None,
@@ -121,6 +127,8 @@ pub struct World {
     /// In the faulty phase: a replica to crash on the next tick (`crash_on_new_view`).
     crash_next: Option<usize>,
     faulty: bool,
+    /// Each replica's own clock, in its ticks.
+    clocks: Vec<u64>,
 }
 
 impl World {
@@ -144,6 +152,7 @@ impl World {
                 done: 0,
             })
             .collect();
+        let replica_count = usize::from(options.replicas);
         Self {
             network: Network::new(options.network),
             checker: Checker::new(usize::from(options.replicas)),
@@ -156,6 +165,7 @@ impl World {
             summary: Summary::default(),
             crash_next: None,
             faulty: true,
+            clocks: vec![0; replica_count],
         }
     }
 
@@ -280,7 +290,11 @@ impl World {
             }
         }
         for index in 0..self.nodes.len() {
-            self.with_replica(index, Replica::tick)?;
+            // Each replica counts its own ticks: the clocks drift apart.
+            if self.rng.chance(self.options.tick_rates[index]) {
+                self.clocks[index] += 1;
+                self.with_replica(index, Replica::tick)?;
+            }
         }
         self.drive_clients();
         Ok(())
@@ -340,15 +354,16 @@ impl World {
                 node.disk.wipe();
                 self.summary.wipes += 1;
             }
+            let clock = self.clocks[index];
             let replica = if wipe || node.disk.durable.recovering {
                 let nonce = node.starts;
-                Replica::recover(self.config.clone(), id, self.now, nonce, &mut out)
+                Replica::recover(self.config.clone(), id, clock, nonce, &mut out)
             } else {
                 Replica::open(
                     self.config.clone(),
                     id,
                     node.disk.durable.clone(),
-                    self.now,
+                    clock,
                     &mut out,
                 )
             };
@@ -398,7 +413,8 @@ impl World {
         index: usize,
         step: impl FnOnce(&mut Replica, u64, &mut Outbox),
     ) -> Result<(), String> {
-        let now = self.now;
+        // A replica sees only its own clock.
+        let now = self.clocks[index];
         let Some(replica) = self.nodes[index].replica.as_mut() else {
             return Ok(());
         };
