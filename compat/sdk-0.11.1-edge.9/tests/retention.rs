@@ -90,7 +90,11 @@ fn expired_segments_go_within_one_cleaner_interval() {
         let mut size = u64::MAX;
         while sent.elapsed() < Duration::from_secs(10) {
             first = first_offset(&root, "expiring", "t").await;
-            let topic = root.get_topic(&id("expiring"), &id("t")).await.unwrap().unwrap();
+            let topic = root
+                .get_topic(&id("expiring"), &id("t"))
+                .await
+                .unwrap()
+                .unwrap();
             size = topic.size.as_bytes_u64();
             if first.is_some_and(|offset| offset > 0) && size < 2 * MIB {
                 break;
@@ -100,7 +104,10 @@ fn expired_segments_go_within_one_cleaner_interval() {
         let elapsed = sent.elapsed();
         println!("first offset {first:?}, {size} B after {elapsed:?} (expiry 2 s, cleaner 1 s)");
         assert!(first.is_some_and(|offset| offset > 0), "nothing expired");
-        assert!(size < 2 * MIB, "size {size} B: the expired sealed segments stayed");
+        assert!(
+            size < 2 * MIB,
+            "size {size} B: the expired sealed segments stayed"
+        );
         // Expiry (2 s) plus one cleaner interval (1 s), with room for a loaded machine.
         assert!(elapsed < Duration::from_secs(6), "took {elapsed:?}");
         // The newest messages are still there and the topic takes more.
