@@ -107,3 +107,19 @@ fn a_recovering_replica_that_votes_is_caught() {
 fn a_log_view_persisted_before_its_log_is_caught() {
     caught_within_100_seeds(Break::LogViewBeforeLog);
 }
+
+/// Seeds that once failed, kept (the swarm has grown since, so each now draws another run;
+/// the bug each found has its own regression test in `src/tests.rs`):
+/// - 78: a `StartView` shorter than the replica's log labelled the disk with the new view
+///   before the longer tail was cut
+///   (`a_shorter_view_log_is_labelled_only_after_the_cut_is_written`);
+/// - 663: a replica whose disk was lost crashed during recovery and restarted from the empty
+///   disk as if it were intact (`a_disk_still_being_recovered_cannot_be_opened`);
+/// - 987: a primary that crashed between views built the same view twice, with two logs
+///   (`a_primary_restarted_between_views_moves_to_the_next_view`).
+#[test]
+fn seeds_that_once_failed_pass() {
+    for seed in [78, 663, 987] {
+        run(seed, None).unwrap_or_else(|error| panic!("seed {seed}: {error}"));
+    }
+}
