@@ -110,9 +110,7 @@ pub struct Replica {
 impl Replica {
     /// A replica of a new cluster: view 0, an empty log.
     pub fn format(config: Config, id: ReplicaId) -> Self {
-        let durable = Durable::default();
         let mut replica = Self::blank(config, id, 0);
-        replica.adopt_durable(durable);
         replica.status = Status::Normal;
         replica
     }
@@ -423,14 +421,12 @@ impl Replica {
                 return;
             }
         }
-        let uncommitted = self
+        let mut uncommitted = self
             .log
             .iter()
             .rev()
             .take_while(|entry| entry.op > self.commit);
-        let in_log = uncommitted
-            .into_iter()
-            .any(|e| e.client == client && e.request == request);
+        let in_log = uncommitted.any(|e| e.client == client && e.request == request);
         let queued = self
             .queue
             .iter()
@@ -609,7 +605,9 @@ impl Replica {
             self.config.quorum()
         };
         let count = usize::from(self.config.replica_count);
-        let mut acked: Vec<Op> = self.acked[..count].to_vec();
+        // A copy on the stack: this runs on every PrepareOk.
+        let mut acked = self.acked;
+        let acked = &mut acked[..count];
         acked.sort_unstable_by(|a, b| b.cmp(a));
         // The quorum-th highest acknowledgement: a quorum has written everything up to it.
         let written = acked.get(quorum - 1).copied().unwrap_or(0);

@@ -1,8 +1,6 @@
 //! View changes: `StartViewChange`, `DoViewChange`, `StartView` (VRR §4.2), with the view made
 //! durable before the messages that promise it.
 
-use alloc::vec::Vec;
-
 use crate::entry::is_chain;
 use crate::replica::Vote;
 use crate::{Break, Entry, Message, Op, Outbox, REPLICAS_MAX, ReplicaId, Status, View};
@@ -20,13 +18,7 @@ impl crate::Replica {
                 commit,
                 log,
             } => {
-                let vote = Vote {
-                    replica: *replica,
-                    log_view: *log_view,
-                    commit: *commit,
-                    log: log.clone(),
-                };
-                self.on_do_view_change(*view, vote, out);
+                self.on_do_view_change(*view, *replica, *log_view, *commit, log, out);
             }
             Message::StartView {
                 view,
@@ -165,15 +157,23 @@ impl crate::Replica {
         }
     }
 
-    fn on_do_view_change(&mut self, view: View, vote: Vote, out: &mut Outbox) {
+    fn on_do_view_change(
+        &mut self,
+        view: View,
+        replica: ReplicaId,
+        log_view: View,
+        commit: Op,
+        log: &[Entry],
+        out: &mut Outbox,
+    ) {
         if self.status == Status::Recovering
             || view < self.view
             || self.config.primary(view) != self.id
         {
             return;
         }
-        let commit_valid = vote.commit <= Op::try_from(vote.log.len()).unwrap_or(Op::MAX);
-        if vote.log_view >= view || !commit_valid || !is_chain(&vote.log) {
+        let commit_valid = commit <= Op::try_from(log.len()).unwrap_or(Op::MAX);
+        if log_view >= view || !commit_valid || !is_chain(log) {
             self.invalid = self.invalid.saturating_add(1);
             return;
         }
@@ -183,11 +183,18 @@ impl crate::Replica {
         match self.status {
             Status::ViewChange => {
                 // A DoViewChange implies its sender's StartViewChange.
-                self.svc_from |= Self::bit(vote.replica);
+                self.svc_from |= Self::bit(replica);
+                // The log is copied only for a vote this view change keeps.
+                let vote = Vote {
+                    replica,
+                    log_view,
+                    commit,
+                    log: log.to_vec(),
+                };
                 self.record_vote(vote, out);
                 self.maybe_do_view_change(out);
             }
-            Status::Normal => out.send(vote.replica, self.start_view_message()),
+            Status::Normal => out.send(replica, self.start_view_message()),
             Status::Recovering => {}
         }
     }
@@ -204,18 +211,20 @@ impl crate::Replica {
     /// As the new primary with a quorum of `DoViewChange`: the log of the most recent view, the
     /// longest among those, becomes this view's; everyone hears it in a `StartView`.
     fn start_view(&mut self, out: &mut Outbox) {
-        let best = self
-            .votes
-            .iter()
-            .max_by_key(|vote| (vote.log_view, vote.log.len()));
         let best = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
-            self.votes.iter().find(|vote| vote.replica == self.id)
+            self.votes.iter().position(|vote| vote.replica == self.id)
         } else {
-            best
+            let latest = self
+                .votes
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, v)| (v.log_view, v.log.len()));
+            latest.map(|(index, _)| index)
         };
         let Some(best) = best else { return };
-        let log: Vec<Entry> = best.log.clone();
         let commit = self.votes.iter().map(|vote| vote.commit).max().unwrap_or(0);
+        // Taken, not copied: the votes are cleared below.
+        let log = self.votes.swap_remove(best).log;
         let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
         let commit = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
             commit.min(length)
