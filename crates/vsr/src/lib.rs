@@ -36,6 +36,7 @@ extern crate std;
 mod client_table;
 mod config;
 mod entry;
+pub mod journal;
 mod message;
 mod outbox;
 mod recovery;
@@ -71,6 +72,8 @@ pub type ReplicaSet = u16;
 const _: () = assert!(REPLICAS_MAX <= ReplicaSet::BITS as usize);
 const _: () = assert!(PIPELINE_MAX <= REQUEST_QUEUE_MAX);
 
+#[cfg(test)]
+mod journal_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

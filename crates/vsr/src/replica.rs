@@ -200,6 +200,11 @@ impl Replica {
         self.id
     }
 
+    /// The primary of `view` in this replica's cluster.
+    pub fn primary_of(&self, view: View) -> ReplicaId {
+        self.config.primary(view)
+    }
+
     pub fn status(&self) -> Status {
         self.status
     }

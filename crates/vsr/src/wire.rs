@@ -108,7 +108,7 @@ fn put(header: &mut [u8; HEADER_SIZE], offset: usize, bytes: &[u8]) {
     }
 }
 
-fn put_entry(body: &mut Vec<u8>, entry: &Entry) {
+pub(crate) fn put_entry(body: &mut Vec<u8>, entry: &Entry) {
     body.extend_from_slice(&entry.op.to_le_bytes());
     body.extend_from_slice(&entry.view.to_le_bytes());
     body.extend_from_slice(&entry.client.to_le_bytes());
@@ -325,7 +325,7 @@ fn split<const N: usize>(bytes: &[u8]) -> Option<([u8; N], &[u8])> {
     Some((head.try_into().ok()?, rest))
 }
 
-fn read_entry(bytes: &[u8]) -> Option<(Entry, &[u8])> {
+pub(crate) fn read_entry(bytes: &[u8]) -> Option<(Entry, &[u8])> {
     let (op, bytes) = split::<8>(bytes)?;
     let (view, bytes) = split::<4>(bytes)?;
     let (client, bytes) = split::<16>(bytes)?;
