@@ -16,6 +16,8 @@ pub mod listen;
 mod message_link;
 #[cfg(feature = "quic")]
 pub mod quic;
+#[cfg(feature = "replica")]
+pub mod replica;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 #[cfg(all(test, any(feature = "ws", feature = "tls")))]

@@ -1,0 +1,99 @@
+//! The bus over real loopback sockets: an authenticated peer's frames arrive whole and in
+//! order; a peer with the wrong secret or another cluster's identity delivers nothing; an
+//! oversized frame ends the connection.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::handshake::Secrets;
+use super::{BusConfig, accept, cluster_id, dial};
+
+/// Frames received, with the replica that sent each.
+type Received = Vec<(u8, Vec<u8>)>;
+
+fn frame(tag: u8, body: usize) -> Vec<u8> {
+    let mut frame = vec![tag; 256 + body];
+    let size = u32::try_from(frame.len()).unwrap();
+    frame[48..52].copy_from_slice(&size.to_le_bytes());
+    frame
+}
+
+fn config(replica: u8, peer: (u8, std::net::SocketAddr), secret: &[u8], name: &str) -> BusConfig {
+    BusConfig {
+        replica,
+        cluster: cluster_id(name),
+        peers: vec![peer],
+        secrets: Some(Secrets::new(secret, None)),
+        frame_size_max: 4096,
+        handshake_timeout: Duration::from_secs(2),
+    }
+}
+
+/// What acceptor 0 receives within `wait` from a dialer configured by `dialer`, which
+/// sends `frames`.
+fn delivered(
+    dialer: impl FnOnce(std::net::SocketAddr) -> BusConfig,
+    frames: Vec<Vec<u8>>,
+) -> Vec<(u8, Vec<u8>)> {
+    compio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let unused = "127.0.0.1:9".parse().unwrap();
+            let acceptor = Rc::new(config(0, (1, unused), &[7; 32], "bus-test"));
+            let received: Rc<RefCell<Received>> = Rc::default();
+            let sink = Rc::clone(&received);
+            let deliver = Rc::new(move |from: u8, frame: Vec<u8>| {
+                sink.borrow_mut().push((from, frame));
+                true
+            });
+            compio::runtime::spawn(accept(listener, acceptor, deliver)).detach();
+            let outbound = dial(&Rc::new(dialer(address)));
+            for frame in frames {
+                outbound.send(0, frame);
+            }
+            compio::time::sleep(Duration::from_millis(500)).await;
+            received.take()
+        })
+}
+
+#[test]
+fn an_authenticated_peer_delivers_whole_frames_in_order() {
+    let frames = vec![frame(1, 0), frame(2, 1000), frame(3, 10)];
+    let got = delivered(
+        |to| config(1, (0, to), &[7; 32], "bus-test"),
+        frames.clone(),
+    );
+    let expected: Vec<(u8, Vec<u8>)> = frames.into_iter().map(|frame| (1, frame)).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_wrong_secret_or_cluster_delivers_nothing() {
+    let wrong_secret = delivered(
+        |to| config(1, (0, to), &[8; 32], "bus-test"),
+        vec![frame(1, 0)],
+    );
+    assert!(wrong_secret.is_empty());
+    let other_cluster = delivered(
+        |to| config(1, (0, to), &[7; 32], "other"),
+        vec![frame(1, 0)],
+    );
+    assert!(other_cluster.is_empty());
+}
+
+#[test]
+fn an_oversized_frame_ends_the_connection_before_its_body() {
+    let frames = vec![frame(1, 0), frame(2, 8000), frame(3, 0)];
+    let got = delivered(
+        |to| config(1, (0, to), &[7; 32], "bus-test"),
+        frames.clone(),
+    );
+    // The first frame arrives; the oversized one closes that connection. The dialer then
+    // reconnects, but the frame after it was already written to the closed connection or is
+    // delivered on the new one; either way the oversized frame never is.
+    assert_eq!(got.first(), Some(&(1, frames[0].clone())));
+    assert!(got.iter().all(|(_, frame)| frame.len() <= 4096));
+}
