@@ -58,6 +58,7 @@ impl ConnectionHandler for AnyoneLogsIn {
         ResultSection::Ok.encode(&mut writer);
         reply.encode(&mut writer);
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::Register,
             status: 0,
             commit: 0,

@@ -1227,6 +1227,8 @@ impl ErrorCode {
             Self::PartitionsLimitReached | Self::PartitionResizeDisabled => Self::TooManyPartitions,
             Self::CannotModifyRootUser => Self::CannotChangePermissions,
             Self::TooManyConsumerGroups => Self::InvalidConsumerGroupName,
+            // 0.11.0 clients treat 89 as final; 58 makes them look for the leader again.
+            Self::NotPrimary => Self::TransientNotAccepted,
             _ => Self::InvalidCommand,
         }
     }

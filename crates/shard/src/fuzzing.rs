@@ -1,6 +1,6 @@
 //! Entry points of the metadata fuzz targets (`fuzz/fuzz_targets/`: `journal_replay`,
-//! `metadata_op`, `metadata_snapshot`) and their seeded replay tests, which run the committed
-//! corpora on every `cargo test`.
+//! `metadata_op`, `metadata_snapshot`; and cluster mode's `cluster_op`) and their seeded
+//! replay tests, which run the committed corpora on every `cargo test`.
 //!
 //! Each function takes arbitrary bytes and must never panic on them. What a decoder accepts
 //! is encoded again and must decode to the same value, and replaying it onto the empty state
@@ -35,6 +35,22 @@ pub fn fuzz_op(bytes: &[u8]) {
     let again = decode_op(&encode_op(&op));
     assert_eq!(again.as_ref(), Ok(&op), "re-encoding changed the op");
     let _ = Metadata::default().apply(&op);
+}
+
+/// One replicated entry body of cluster mode (`crate::cluster`): the sync flag, then the op.
+pub fn fuzz_cluster_op(bytes: &[u8]) {
+    let Some((_, op)) = crate::cluster::entry_body(bytes) else {
+        return;
+    };
+    let Ok(op) = crate::cluster::ReplicatedOp::decode(op) else {
+        return;
+    };
+    let again = crate::cluster::ReplicatedOp::decode(&op.encode());
+    assert_eq!(
+        again.as_ref(),
+        Ok(&op),
+        "re-encoding changed the replicated op"
+    );
 }
 
 /// The first byte selects the input's shape: even, a whole snapshot file; odd, a body to

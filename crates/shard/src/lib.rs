@@ -10,6 +10,7 @@
 pub mod affinity;
 pub mod check;
 pub mod clock;
+pub mod cluster;
 pub mod connection;
 pub mod cpu;
 pub mod data;

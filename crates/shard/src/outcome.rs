@@ -37,6 +37,9 @@ pub struct Reply {
     pub tail: Vec<u8>,
     /// The metadata commit number to report (`commit`).
     pub commit: u64,
+    /// Cluster mode: the op of a committed partition operation, for the committed-result
+    /// marker (§1.5: the client then trusts a resent request's answer at once); 0: none.
+    pub committed_op: u64,
 }
 
 /// A reply's body, kept typed until the edge encodes it.
@@ -133,6 +136,17 @@ impl Reply {
 }
 
 impl Outcome {
+    /// The same outcome, marked as the reply of the committed op `op` (a success only).
+    #[must_use]
+    pub fn committed(mut self, op: u64) -> Self {
+        if let Self::Reply(reply) = &mut self
+            && reply.status.is_none()
+        {
+            reply.committed_op = op;
+        }
+        self
+    }
+
     /// A successful reply carrying `value` (behind a success result section where the
     /// operation is result-framed).
     pub fn value(operation: Operation, value: impl ReplyValue + 'static, commit: u64) -> Self {
@@ -161,6 +175,7 @@ impl Outcome {
             body,
             tail,
             commit,
+            committed_op: 0,
         })
     }
 
@@ -173,6 +188,7 @@ impl Outcome {
             body: Body::Empty,
             tail: Vec::new(),
             commit,
+            committed_op: 0,
         })
     }
 

@@ -53,6 +53,18 @@ pub enum Refusal {
     /// checksums.
     #[error("storage: {0:?}")]
     Storage(StorageFault),
+    /// Cluster mode: this node is not the primary, which alone serves partitions
+    /// (`89 NotPrimary`; the client looks the route up again).
+    #[error("not the primary")]
+    NotPrimary,
+    /// Cluster mode: the change cannot be taken now (not the primary, or between views, or
+    /// its queue is full): `58 TransientNotAccepted`, which the client retries elsewhere.
+    #[error("not accepted now")]
+    NotAccepted,
+    /// Cluster mode: the change was not committed in time and may still be:
+    /// `57 TransientNotCommitted`, which the client resends.
+    #[error("not committed yet")]
+    NotCommitted,
     /// Something failed inside the server (I/O, a gone shard): `1 Error`.
     #[error("internal error")]
     Internal,
@@ -184,6 +196,9 @@ impl Refusal {
             Self::NotOwned => ErrorCode::ConsumerGroupPartitionNotOwned,
             Self::Storage(StorageFault::CannotAppend) => ErrorCode::CannotAppendMessage,
             Self::Storage(StorageFault::CannotRead) => ErrorCode::CannotReadMessage,
+            Self::NotPrimary => ErrorCode::NotPrimary,
+            Self::NotAccepted => ErrorCode::TransientNotAccepted,
+            Self::NotCommitted => ErrorCode::TransientNotCommitted,
             Self::Internal => ErrorCode::Error,
         }
     }

@@ -130,7 +130,13 @@ fn access_and_service_refusals() -> Vec<Refusal> {
         .map(Refusal::Producer),
     );
     all.extend([StorageFault::CannotAppend, StorageFault::CannotRead].map(Refusal::Storage));
-    all.extend([Refusal::NotOwned, Refusal::Internal]);
+    all.extend([
+        Refusal::NotOwned,
+        Refusal::NotPrimary,
+        Refusal::NotAccepted,
+        Refusal::NotCommitted,
+        Refusal::Internal,
+    ]);
     all
 }
 
@@ -152,6 +158,9 @@ fn listed(refusal: Refusal) -> bool {
         | Refusal::Producer(_)
         | Refusal::NotOwned
         | Refusal::Storage(_)
+        | Refusal::NotPrimary
+        | Refusal::NotAccepted
+        | Refusal::NotCommitted
         | Refusal::Internal => true,
     }
 }
@@ -172,7 +181,7 @@ fn every_reason_has_its_own_code() {
         seen.get(&ErrorCode::Error.as_u32()),
         Some(&Refusal::Internal)
     );
-    assert_eq!(seen.len(), 59);
+    assert_eq!(seen.len(), 62);
 }
 
 #[test]

@@ -34,7 +34,10 @@ use crate::node::{Node, ShardGone};
 use crate::refusal::Refusal;
 use crate::sessions::Sessions;
 
+mod replication;
 mod sequencer;
+
+pub use replication::{Replication, Submission};
 
 use sequencer::Sequencer;
 
@@ -43,13 +46,12 @@ pub const SERVER_VERSION: &str = "0.9.0";
 /// `SERVER_VERSION` as the decimal semver stats report (`major·1e6 + minor·1e3 + patch`).
 pub const SERVER_SEMVER: u32 = 9000;
 
-/// What the server says about itself: the one-node roster and start time.
+/// What the server says about itself: the roster and start time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
-    pub cluster_name: String,
-    pub node_name: String,
-    /// The address clients are told (informational for a one-node roster).
-    pub node_ip: String,
+    /// Every node of the cluster; one node (this one) outside cluster mode, whose ports are
+    /// the ones its listeners bound.
+    pub roster: crate::cluster::Roster,
     /// The port the TCP listener bound; 0 when TCP is off.
     pub tcp_port: u16,
     /// The port the WebSocket listener bound; 0 when it is off.
@@ -95,6 +97,8 @@ pub struct Server {
     pub(crate) cpu: crate::cpu::CpuSampler,
     /// Failed logins by address and user name; only the leader's is used (logins go there).
     pub(crate) logins: RefCell<LoginLimiter>,
+    /// Cluster mode: how changes are replicated before they apply (`crate::cluster`).
+    pub(crate) replication: std::cell::OnceCell<Replication>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -174,6 +178,7 @@ impl Server {
                     .with_owners(Arc::clone(&node.session_owners)),
             ),
             logins: RefCell::new(LoginLimiter::new(info.logins)),
+            replication: std::cell::OnceCell::new(),
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),
@@ -474,7 +479,7 @@ impl Server {
     /// Ends, on the leader, every session whose identity no longer holds after a commit (its
     /// user deleted or deactivated, its token deleted), so nothing of it — groups, a later
     /// user under the same id — carries over; its connections are evicted.
-    fn end_orphaned_sessions(&self) {
+    pub(crate) fn end_orphaned_sessions(&self) {
         let now = self.now_us();
         let ended = {
             let metadata = self.metadata.borrow();

@@ -124,6 +124,19 @@ impl Sessions {
         bind_secret: BindSecret,
         token: Option<TokenDigest>,
     ) -> Result<SessionRecord, RegisterError> {
+        self.register_numbered(client_id, None, user_id, bind_secret, token)
+    }
+
+    /// As [`Self::register`], a new session numbered `number` instead of the next number
+    /// (cluster mode: the replicated op's number, the same on every node).
+    pub fn register_numbered(
+        &mut self,
+        client_id: u128,
+        number: Option<u64>,
+        user_id: u32,
+        bind_secret: BindSecret,
+        token: Option<TokenDigest>,
+    ) -> Result<SessionRecord, RegisterError> {
         if let Some(record) = self.by_client.get(&client_id) {
             let same = record.bind_secret == bind_secret
                 && record.user_id == user_id
@@ -134,7 +147,8 @@ impl Sessions {
                 Err(RegisterError::Conflict)
             };
         }
-        if self.next >= SESSION_LIMIT {
+        let session = number.unwrap_or(self.next);
+        if session >= SESSION_LIMIT || session == 0 {
             return Err(RegisterError::Exhausted);
         }
         if self.by_client.len() >= SESSIONS_MAX {
@@ -146,12 +160,14 @@ impl Sessions {
         }
         self.per_user.insert(user_id, of_user + 1);
         let record = SessionRecord {
-            session: self.next,
+            session,
             user_id,
             bind_secret,
             token,
         };
-        self.next += 1;
+        if number.is_none() {
+            self.next += 1;
+        }
         self.by_client.insert(client_id, record);
         let entry = SessionEntry {
             session: record.session,

@@ -220,9 +220,7 @@ impl Sim {
     /// rebalancing timeouts happen within a run.
     pub fn info(&self) -> ServerInfo {
         ServerInfo {
-            cluster_name: String::from("sim"),
-            node_name: String::from("sim-0"),
-            node_ip: String::from("127.0.0.1"),
+            roster: shard::cluster::Roster::one_node("sim", "sim-0", "127.0.0.1"),
             tcp_port: 8090,
             websocket_port: 0,
             http_port: 0,

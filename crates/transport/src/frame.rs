@@ -68,8 +68,9 @@ fn command_error(command: Command) -> proto::DecodeError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// A reply frame: the header echoes the request, `status` 0 or an error code whose body is
-    /// empty.
+    /// empty; `committed_op` non-zero sets the committed-result marker (0.12.2 clients).
     Reply {
+        committed_op: u64,
         operation: Operation,
         status: u32,
         commit: u64,
@@ -105,18 +106,19 @@ impl Frame {
 pub fn encode(request: &[u8; HEADER_SIZE], answer: Answer, dialect: Dialect) -> Option<Frame> {
     match answer {
         Answer::Reply {
+            committed_op,
             operation,
             status,
             commit,
             body,
             tail,
-        } => Some(reply(
-            request,
-            (operation, status, commit),
-            body,
-            tail,
-            dialect,
-        )),
+        } => {
+            let mut frame = reply(request, (operation, status, commit), body, tail, dialect);
+            if committed_op != 0 && status == 0 && dialect == Dialect::V0_12_2 {
+                mark_committed(&mut frame.head, committed_op);
+            }
+            Some(frame)
+        }
         Answer::Evict(reason) => Some(Frame {
             head: eviction(request, reason),
             tail: Vec::new(),
@@ -166,6 +168,18 @@ fn reply(
     Frame { head, tail }
 }
 
+/// Sets the committed-result marker (§1.5 byte 220) of a success reply for the committed op
+/// `op`: `op` and `commit` both name it, so the client trusts the answer to a resent request.
+fn mark_committed(head: &mut [u8], op: u64) {
+    if let Some(header) = head.get_mut(..HEADER_SIZE)
+        && let Ok(header) = ReplyHeader::mut_from_bytes(header)
+    {
+        header.op = zerocopy::little_endian::U64::new(op);
+        header.commit = zerocopy::little_endian::U64::new(op);
+        header.reserved[0] = 1;
+    }
+}
+
 /// The request header fields, read in place without validation: replies echo them as sent.
 fn view(request: &[u8; HEADER_SIZE]) -> &RequestHeader {
     RequestHeader::ref_from_bytes(request).expect("a request header is exactly 256 bytes")
@@ -188,6 +202,7 @@ mod tests {
     #[test]
     fn reply_echoes_request_and_commit() {
         let answer = Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 3,
@@ -211,6 +226,7 @@ mod tests {
             .find(|code| code.is_only_in_0_12_2())
             .unwrap();
         let answer = Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: code.as_u32(),
             commit: 0,

@@ -80,6 +80,7 @@ impl ConnectionHandler for Scripted {
         });
         if let Some(length) = asked {
             return Answer::Reply {
+                committed_op: 0,
                 operation: Operation::NonReplicated,
                 status: 0,
                 commit: 0,
@@ -88,6 +89,7 @@ impl ConnectionHandler for Scripted {
             };
         }
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,

@@ -213,6 +213,50 @@ fn replay_metadata_op() {
 }
 
 #[test]
+fn replay_cluster_op() {
+    use crate::cluster::ReplicatedOp;
+    use crate::data::PartitionKey;
+    let key = PartitionKey {
+        stream_id: 1,
+        topic_id: 2,
+        partition_id: 0,
+    };
+    let mut ops: Vec<ReplicatedOp> = op_seeds().into_iter().map(ReplicatedOp::Metadata).collect();
+    ops.push(ReplicatedOp::Append {
+        key,
+        now_us: 7,
+        producer: None,
+        batch: vec![0; 300],
+    });
+    ops.push(ReplicatedOp::StoreOffset {
+        key,
+        owner: segment::offsets::OffsetOwner::Consumer(3),
+        offset: 9,
+        forward_only: false,
+    });
+    ops.push(ReplicatedOp::DeleteOffset {
+        key,
+        owner: segment::offsets::OffsetOwner::Group(1),
+    });
+    let seeds = ops
+        .iter()
+        .map(|op| {
+            let mut body = vec![1];
+            body.extend_from_slice(&op.encode());
+            body
+        })
+        .collect::<Vec<_>>();
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/cluster_op");
+    if std::env::var_os("CLUSTER_WRITE_CORPUS").is_some() {
+        std::fs::create_dir_all(&directory).unwrap();
+        for (index, seed) in seeds.iter().enumerate().step_by(4) {
+            std::fs::write(directory.join(format!("seed-{index:02}")), seed).unwrap();
+        }
+    }
+    replay_target("cluster_op", seeds, fuzz_cluster_op);
+}
+
+#[test]
 fn replay_metadata_snapshot() {
     replay_target("metadata_snapshot", snapshot_seeds(), fuzz_snapshot);
 }

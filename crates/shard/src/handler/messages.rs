@@ -269,10 +269,68 @@ pub(crate) async fn append_prepared(
         commit,
         ..
     } = prepared;
+    if let Some(replication) = server.replication() {
+        return append_replicated(server, replication, plan, &batch, operation, commit).await;
+    }
     match server.data.send(&plan, batch, server.now_us()).await {
         Ok(confirmations) => Outcome::value(operation, confirmations, commit),
         Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
+}
+
+/// Cluster mode: the append is replicated with the time and partition decided here, and
+/// confirmed once this node has applied it (after a quorum wrote it; synced by the quorum
+/// for a `persisted` topic).
+async fn append_replicated(
+    server: &Server,
+    replication: &crate::server::Replication,
+    plan: SendPlan,
+    batch: &[u8],
+    operation: Operation,
+    commit: u64,
+) -> Outcome {
+    let persisted = {
+        let metadata = server.metadata.borrow();
+        let topic = metadata
+            .streams
+            .get(&plan.key.stream_id)
+            .and_then(|stream| stream.topics.get(&plan.key.topic_id));
+        topic.is_some_and(|topic| topic.settings.durability == segment::log::Durability::Persisted)
+    };
+    let op = crate::cluster::ReplicatedOp::Append {
+        key: plan.key,
+        now_us: server.now_us(),
+        producer: plan.producer,
+        batch: batch.to_vec(),
+    };
+    match replication.submit(&op, persisted).await {
+        Ok(crate::cluster::Applied::Appended(confirmations, op)) => {
+            Outcome::value(operation, confirmations, commit).committed(op)
+        }
+        Ok(_) => Outcome::refused(operation, Refusal::Internal, commit),
+        Err(refusal) => Outcome::refused(operation, refusal, commit),
+    }
+}
+
+/// Cluster mode: a poll's auto-commit, replicated after the read. The messages count as
+/// consumed only once their offset is; a group's offset only moves forward.
+async fn commit_replicated(
+    server: &Server,
+    plan: &crate::data::PollPlan,
+    owner: segment::offsets::OffsetOwner,
+    last: u64,
+) -> Result<(), Refusal> {
+    let Some(replication) = server.replication() else {
+        return Ok(());
+    };
+    let op = crate::cluster::ReplicatedOp::StoreOffset {
+        key: plan.key,
+        owner,
+        offset: last,
+        forward_only: plan.group.is_some(),
+    };
+    let synced = super::offsets::offsets_synced(server, plan.key);
+    replication.submit(&op, synced).await.map(|_| ())
 }
 
 /// Where `part`, a subslice of `whole`, lies in it; `None` if it is not one.
@@ -297,7 +355,7 @@ async fn poll(
         let metadata = server.metadata.borrow();
         server.data.plan_poll(&metadata, request)
     };
-    let plan = match plan {
+    let mut plan = match plan {
         Ok(plan) => {
             affinity.note(server.place().owner(plan.key));
             plan
@@ -307,6 +365,12 @@ async fn poll(
             let body = Polled::empty(partition_id).encode(request.dialect);
             return Outcome::encoded(operation, body, Vec::new(), commit);
         }
+    };
+    // Cluster mode: an auto-commit is replicated after the read instead of stored by it.
+    let replicated_commit = if server.replication().is_some() {
+        plan.auto_commit.take()
+    } else {
+        None
     };
     let polled = match wait {
         Some((min_count, wait_us)) => {
@@ -318,6 +382,12 @@ async fn poll(
         }
         None => server.data.poll(&plan).await,
     };
+    if let (Some(owner), Ok(polled)) = (replicated_commit, &polled)
+        && let Some(last) = polled.records.last_offset
+        && let Err(refusal) = commit_replicated(server, &plan, owner, last).await
+    {
+        return Outcome::refused(operation, refusal, commit);
+    }
     match polled {
         Ok(polled) => {
             let (head, records) = polled.into_head_and_records(request.dialect);

@@ -49,9 +49,7 @@ fn fixture() -> Fixture {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let info = ServerInfo {
-        cluster_name: "iggy-cluster".into(),
-        node_name: "iggy-node".into(),
-        node_ip: "127.0.0.1".into(),
+        roster: crate::cluster::Roster::one_node("iggy-cluster", "iggy-node", "127.0.0.1"),
         tcp_port: 8090,
         websocket_port: 0,
         http_port: 0,

@@ -2,6 +2,7 @@
 //! `DELETE_CONSUMER_OFFSET` (122), over [`crate::data::DataPlane`]. Partition-plane refusals
 //! travel in the header status (empty body), which the SDK accepts for 121/122 (§4.5).
 
+use proto::commands::offsets::OffsetSelector;
 use proto::commands::{Empty, Request};
 use proto::header::{Operation, RequestHeader};
 
@@ -44,38 +45,96 @@ pub(crate) async fn handle(
             }
         }
         Request::StoreConsumerOffset(store) => {
-            let plan = {
-                let metadata = server.metadata.borrow();
-                server
-                    .data
-                    .plan_store_offset(&metadata, &store.selector, store.offset)
-            };
-            let plan = match plan {
-                Ok(plan) => plan,
-                Err(refusal) => return Outcome::refused(operation, refusal, commit),
-            };
-            match server.data.store_offset(&plan, store.offset).await {
-                Ok(()) => Outcome::value(operation, Empty, commit),
-                Err(error) => Outcome::refused(operation, error.refusal(), commit),
-            }
+            store_offset(server, &store.selector, store.offset, operation, commit).await
         }
         Request::DeleteConsumerOffset(delete) => {
-            let plan = {
-                let metadata = server.metadata.borrow();
-                server.data.plan_delete_offset(&metadata, &delete.selector)
-            };
-            let plan = match plan {
-                Ok(plan) => plan,
-                Err(refusal) => return Outcome::refused(operation, refusal, commit),
-            };
-            match server.data.delete_offset(&plan).await {
-                Ok(true) => Outcome::value(operation, Empty, commit),
-                Ok(false) => {
-                    Outcome::refused(operation, Refusal::Missing(Missing::ConsumerOffset), commit)
-                }
-                Err(error) => Outcome::refused(operation, error.refusal(), commit),
-            }
+            delete_offset(server, &delete.selector, operation, commit).await
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
+}
+
+/// `STORE_CONSUMER_OFFSET` (121); replicated first in cluster mode.
+async fn store_offset(
+    server: &Server,
+    selector: &OffsetSelector,
+    offset: u64,
+    operation: Operation,
+    commit: u64,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server.data.plan_store_offset(&metadata, selector, offset)
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
+    };
+    let stored = match server.replication() {
+        Some(replication) => {
+            let op = crate::cluster::ReplicatedOp::StoreOffset {
+                key: plan.key,
+                owner: plan.owner,
+                offset,
+                forward_only: false,
+            };
+            let synced = offsets_synced(server, plan.key);
+            replication.submit(&op, synced).await.map(|_| ())
+        }
+        None => (server.data.store_offset(&plan, offset).await).map_err(|error| error.refusal()),
+    };
+    match stored {
+        Ok(()) => Outcome::value(operation, Empty, commit),
+        Err(refusal) => Outcome::refused(operation, refusal, commit),
+    }
+}
+
+/// `DELETE_CONSUMER_OFFSET` (122); replicated first in cluster mode.
+async fn delete_offset(
+    server: &Server,
+    selector: &OffsetSelector,
+    operation: Operation,
+    commit: u64,
+) -> Outcome {
+    let plan = {
+        let metadata = server.metadata.borrow();
+        server.data.plan_delete_offset(&metadata, selector)
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
+    };
+    let deleted = match server.replication() {
+        Some(replication) => {
+            let op = crate::cluster::ReplicatedOp::DeleteOffset {
+                key: plan.key,
+                owner: plan.owner,
+            };
+            let synced = offsets_synced(server, plan.key);
+            match replication.submit(&op, synced).await {
+                Ok(crate::cluster::Applied::Offset(deleted)) => Ok(deleted),
+                Ok(_) => Err(Refusal::Internal),
+                Err(refusal) => Err(refusal),
+            }
+        }
+        None => (server.data.delete_offset(&plan).await).map_err(|error| error.refusal()),
+    };
+    match deleted {
+        Ok(true) => Outcome::value(operation, Empty, commit),
+        Ok(false) => Outcome::refused(operation, Refusal::Missing(Missing::ConsumerOffset), commit),
+        Err(refusal) => Outcome::refused(operation, refusal, commit),
+    }
+}
+
+/// Cluster mode: whether the topic's `consumer_offset_durability` is `persisted`, so the
+/// quorum syncs the offset change before it is acknowledged.
+pub(crate) fn offsets_synced(server: &Server, key: crate::data::PartitionKey) -> bool {
+    let metadata = server.metadata.borrow();
+    let topic = metadata
+        .streams
+        .get(&key.stream_id)
+        .and_then(|stream| stream.topics.get(&key.topic_id));
+    topic.is_some_and(|topic| {
+        topic.settings.consumer_offset_durability == segment::log::Durability::Persisted
+    })
 }

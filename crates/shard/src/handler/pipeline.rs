@@ -222,6 +222,13 @@ impl Server {
         request: Request<'_>,
         body: &[u8],
     ) -> Handled {
+        if let Some(replication) = self.replication()
+            && let Some(partition_plane) = crate::cluster::primary_only(&request)
+            && let Some(refusal) = replication.refusal(partition_plane)
+        {
+            let operation = header.operation().unwrap_or(Operation::NonReplicated);
+            return Outcome::refused(operation, refusal, self.commit_number()).into();
+        }
         match super::prepare_send(self, connection, header, &request, body) {
             Some(Ok(prepared)) => {
                 connection.affinity.note(self.place().owner(prepared.key()));

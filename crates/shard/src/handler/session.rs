@@ -17,6 +17,7 @@ use crate::metadata::auth::{dummy_password_hash, token_digest};
 use crate::outcome::Outcome;
 use crate::refusal::{Login, Refusal};
 use crate::server::{SERVER_VERSION, Server};
+use crate::sessions::TokenDigest;
 
 /// The codes of this family that arrive through dispatch (logins come through [`login`]).
 pub(crate) fn handle(
@@ -83,6 +84,14 @@ pub(crate) async fn login(
     // The client speaks the dialect its version names: the answer, a refusal included, is
     // encoded in it at the edge.
     connection.dialect = dialect;
+    if server
+        .replication()
+        .is_some_and(|replication| !replication.is_caught_up())
+    {
+        // A node still replaying the log may not know the user yet: not a final refusal.
+        let refusal = Refusal::NotAccepted;
+        return Outcome::rejected(Operation::Register, refusal, server.commit_number());
+    }
     let (user_id, bind_secret) = match authenticate(server, connection, credentials).await {
         Ok(identity) => identity,
         Err(LoginFailure::Evict(reason)) => return evict(connection, reason, "credentials"),
@@ -91,24 +100,53 @@ pub(crate) async fn login(
         }
     };
     let client_id = header.client.get();
-    let record = match server
-        .sessions
-        .borrow_mut()
-        .register(client_id, user_id, bind_secret, token)
-    {
-        Ok(record) => record,
-        Err(error) => {
-            log::warn!("client {}: register: {error}", connection.client_number);
-            return Outcome::Evict(EvictionReason::SessionError);
+    let session = match register(server, client_id, user_id, bind_secret, token).await {
+        Ok(session) => session,
+        Err(Some(refusal)) => {
+            return Outcome::rejected(Operation::Register, refusal, server.commit_number());
         }
+        Err(None) => return Outcome::Evict(EvictionReason::SessionError),
     };
     connection.session = Some(BoundSession {
         client_id,
-        session: record.session,
+        session,
         user_id,
     });
-    let reply = login_reply(user_id, record.session, dialect);
+    let reply = login_reply(user_id, session, dialect);
     Outcome::value(Operation::Register, reply, server.commit_number())
+}
+
+/// The session of a login: from this node's table, or in cluster mode replicated to every
+/// node first. `Err(None)`: the table refused it (a conflicting or exhausted session).
+async fn register(
+    server: &Server,
+    client_id: u128,
+    user_id: u32,
+    bind_secret: BindSecret,
+    token: Option<TokenDigest>,
+) -> Result<u64, Option<Refusal>> {
+    let Some(replication) = server.replication() else {
+        let registered =
+            server
+                .sessions
+                .borrow_mut()
+                .register(client_id, user_id, bind_secret, token);
+        return registered.map(|record| record.session).map_err(|error| {
+            log::warn!("client id {client_id:#x}: register: {error}");
+            None
+        });
+    };
+    let op = crate::cluster::ReplicatedOp::Register {
+        client_id,
+        user_id,
+        bind_secret: bind_secret.0,
+        token,
+    };
+    match replication.submit(&op, true).await {
+        Ok(crate::cluster::Applied::Session(session)) => Ok(session),
+        Ok(_) | Err(Refusal::Internal) => Err(None),
+        Err(refusal) => Err(Some(refusal)),
+    }
 }
 
 enum Credentials {
@@ -227,6 +265,14 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
             "bind version",
         );
     };
+    if server
+        .replication()
+        .is_some_and(|replication| !replication.is_caught_up())
+    {
+        // A node still replaying may not have the session yet: `40` would make the client
+        // drop a session that lives; `58` makes it try again or elsewhere.
+        return Outcome::refused(Operation::NonReplicated, Refusal::NotAccepted, commit);
+    }
     let record = server
         .sessions
         .borrow()

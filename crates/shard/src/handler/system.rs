@@ -42,7 +42,7 @@ pub(crate) fn handle(
         Request::GetClusterMetadata(_) => Outcome::value(NR, cluster_metadata(server), commit),
         Request::GetPartitionRoute(route) => {
             let user_id = connection.user_id();
-            match partition_route(&server.metadata.borrow(), user_id, &route) {
+            match partition_route(server, &server.metadata.borrow(), user_id, &route) {
                 Ok(route) => Outcome::value(NR, route, commit),
                 Err(refusal) => Outcome::rejected(NR, refusal, commit),
             }
@@ -77,27 +77,71 @@ pub(crate) fn handle(
     }
 }
 
-/// One node, leader of everything, serving each transport on its bound port (0: off).
+/// The roster. Outside cluster mode: this node, leader of everything. In cluster mode the
+/// primary of the current view is the leader (of metadata and every partition); a node this
+/// one cannot reach is `Unreachable`, one between views or recovering `Starting`.
 fn cluster_metadata(server: &Server) -> ClusterMetadata {
-    let info = &server.info;
-    let node = ClusterNode {
-        replica_id: 0,
-        name: info.node_name.clone(),
-        ip: info.node_ip.clone(),
-        tcp_port: info.tcp_port,
-        quic_port: info.quic_port,
-        websocket_port: info.websocket_port,
-        http_port: info.http_port,
-        role: NodeRole::Leader,
-        status: NodeStatus::Healthy,
-    };
+    let roster = &server.info.roster;
+    let status = server.replication().map(|replication| &replication.status);
+    let nodes = roster.nodes.iter().map(|node| {
+        let (role, health) = match status {
+            None => (NodeRole::Leader, NodeStatus::Healthy),
+            Some(status) => {
+                let role = if status.primary() == node.replica_id {
+                    NodeRole::Leader
+                } else {
+                    NodeRole::Follower
+                };
+                let health = if node.replica_id == roster.replica_id {
+                    if status.is_normal() {
+                        NodeStatus::Healthy
+                    } else {
+                        NodeStatus::Starting
+                    }
+                } else if status.reaches(node.replica_id) {
+                    NodeStatus::Healthy
+                } else {
+                    NodeStatus::Unreachable
+                };
+                (role, health)
+            }
+        };
+        // Outside cluster mode the one node serves on the ports its listeners bound.
+        let info = &server.info;
+        let ports = match status {
+            None => [
+                info.tcp_port,
+                info.quic_port,
+                info.websocket_port,
+                info.http_port,
+            ],
+            Some(_) => [
+                node.tcp_port,
+                node.quic_port,
+                node.websocket_port,
+                node.http_port,
+            ],
+        };
+        ClusterNode {
+            replica_id: node.replica_id,
+            name: node.name.clone(),
+            ip: node.ip.clone(),
+            tcp_port: ports[0],
+            quic_port: ports[1],
+            websocket_port: ports[2],
+            http_port: ports[3],
+            role,
+            status: health,
+        }
+    });
     ClusterMetadata {
-        name: info.cluster_name.clone(),
-        nodes: vec![node],
+        name: roster.cluster_name.clone(),
+        nodes: nodes.collect(),
     }
 }
 
 fn partition_route(
+    server: &Server,
     metadata: &Metadata,
     user_id: Option<u32>,
     request: &GetPartitionRoute,
@@ -112,12 +156,16 @@ fn partition_route(
         .partitions
         .get(&request.partition_id)
         .ok_or(Refusal::Missing(Missing::Partition))?;
+    // The client keeps a route only while its view grows with each new primary (§2.9).
+    let (view, primary_replica) = server.replication().map_or((0, 0), |replication| {
+        (replication.status.view(), replication.status.primary())
+    });
     Ok(PartitionRoute {
         incarnation: partition.incarnation,
         metadata_op: metadata.commit,
-        view: 0,
+        view,
         partitions_count: topic.partitions_count(),
-        primary_replica: 0,
+        primary_replica,
     })
 }
 

@@ -102,6 +102,15 @@ impl Server {
             log::error!("metadata: {} does not apply: {error}", op.kind());
             return Err(Refusal::Internal);
         }
+        if let Some(replication) = self.replication() {
+            // Cluster mode: the op is applied once a quorum has it, on every node, by the
+            // replica driver (`crate::cluster`); metadata is always synced by the quorum.
+            let op = crate::cluster::ReplicatedOp::Metadata(op);
+            return match replication.submit(&op, true).await? {
+                crate::cluster::Applied::Metadata { commit } => Ok(commit),
+                _ => Err(Refusal::Internal),
+            };
+        }
         if let Some(journal) = journal
             && let Err(error) = journal.append(&op, &next).await
         {

@@ -33,9 +33,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 
 fn server() -> std::rc::Rc<Server> {
     let info = ServerInfo {
-        cluster_name: "iggy-cluster".into(),
-        node_name: "iggy-node".into(),
-        node_ip: "127.0.0.1".into(),
+        roster: crate::cluster::Roster::one_node("iggy-cluster", "iggy-node", "127.0.0.1"),
         tcp_port: 8090,
         websocket_port: 0,
         http_port: 0,

@@ -40,6 +40,7 @@ impl ConnectionHandler for Gate {
             .and_then(|text| text.parse::<usize>().ok())
             .unwrap_or(0);
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,

@@ -41,6 +41,7 @@ impl ConnectionHandler for Scripted {
             self.second_seen.set(true);
         }
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: if request == 3 {
                 ErrorCode::InvalidCommand.as_u32()
@@ -86,6 +87,7 @@ impl ConnectionHandler for Evicting {
             std::future::pending::<()>().await;
         }
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,
@@ -300,6 +302,7 @@ impl ConnectionHandler for ThreadName {
     async fn handle(&self, (): &(), _header: &[u8; HEADER_SIZE], _body: &[u8]) -> Answer {
         let name = std::thread::current().name().unwrap_or("?").to_owned();
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,
@@ -422,6 +425,7 @@ impl ConnectionHandler for Holding {
         }
         self.finished.borrow_mut().push(request);
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,
@@ -505,6 +509,7 @@ impl ConnectionHandler for Mover {
         count.set(count.get() + 1);
         let name = std::thread::current().name().unwrap_or("?").to_owned();
         Answer::Reply {
+            committed_op: 0,
             operation: Operation::NonReplicated,
             status: 0,
             commit: 0,

@@ -1,0 +1,510 @@
+//! Cluster mode as the shard sees it: the roster, the replica's live status, and the ops that
+//! are replicated before they are applied.
+//!
+//! One consensus group per cluster orders every change the shard replicates — metadata ops
+//! and message appends ([`ReplicatedOp`]) — so its primary is the primary of metadata and of
+//! every partition. The primary's sequencer and send path turn a change into an op and
+//! [`Replication::submit`] it; the replica driver (in the binary, over `crates/vsr`) prepares
+//! it, and once a quorum has written it every node applies it in op order through
+//! [`Server::apply_replicated`]. Apply is deterministic: the op carries everything decided at
+//! the primary (the partition chosen, the append time), and the same ops in the same order
+//! give every node the same metadata, offsets and producer state.
+//!
+//! What is not replicated yet (so it lives on the primary alone and is lost when it moves):
+//! sessions, consumer-group membership, stored consumer offsets, purges and segment
+//! deletion. A node that is not the primary refuses what it cannot serve with
+//! [`Replication::refusal`], so clients go to the primary.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, Ordering};
+
+use proto::batch::Producer;
+use proto::commands::Request;
+use proto::commands::messages::SendConfirmations;
+
+use segment::offsets::OffsetOwner;
+
+use crate::data::PartitionKey;
+use crate::metadata::MetadataOp;
+use crate::metadata::op_codec::{decode_op, encode_op};
+
+/// The cluster as `GET_CLUSTER_METADATA` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roster {
+    pub cluster_name: String,
+    /// This node's `replica_id`.
+    pub replica_id: u8,
+    /// Every node, this one included, by replica id.
+    pub nodes: Vec<RosterNode>,
+}
+
+impl Roster {
+    /// A one-node roster (outside cluster mode): replica 0, ports filled in from the
+    /// listeners the server bound ([`crate::server::ServerInfo`]).
+    pub fn one_node(cluster_name: &str, node_name: &str, ip: &str) -> Self {
+        Self {
+            cluster_name: cluster_name.to_owned(),
+            replica_id: 0,
+            nodes: vec![RosterNode {
+                replica_id: 0,
+                name: node_name.to_owned(),
+                ip: ip.to_owned(),
+                tcp_port: 0,
+                quic_port: 0,
+                http_port: 0,
+                websocket_port: 0,
+            }],
+        }
+    }
+}
+
+/// One roster entry: what a client dials. A port of 0: the node does not serve it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RosterNode {
+    pub replica_id: u8,
+    pub name: String,
+    pub ip: String,
+    pub tcp_port: u16,
+    pub quic_port: u16,
+    pub http_port: u16,
+    pub websocket_port: u16,
+}
+
+/// The replica's state as the driver last published it; read by any request.
+#[derive(Debug, Default)]
+pub struct ClusterStatus {
+    view: AtomicU32,
+    primary: AtomicU8,
+    /// In normal operation (not between views, not recovering).
+    normal: AtomicBool,
+    /// Peers this node has a live connection to, one bit per replica id.
+    reachable: AtomicU16,
+    /// Normal, and every op it knows committed is applied: its state is the cluster's.
+    caught_up: AtomicBool,
+}
+
+impl ClusterStatus {
+    /// Publishes the replica's view, its primary, whether it is normal, and the peers it
+    /// reaches.
+    pub fn publish(&self, view: u32, primary: u8, normal: bool, reachable: u16, caught_up: bool) {
+        self.caught_up.store(normal && caught_up, Ordering::Relaxed);
+        self.view.store(view, Ordering::Relaxed);
+        self.primary.store(primary, Ordering::Relaxed);
+        self.normal.store(normal, Ordering::Relaxed);
+        self.reachable.store(reachable, Ordering::Relaxed);
+    }
+
+    pub fn view(&self) -> u32 {
+        self.view.load(Ordering::Relaxed)
+    }
+
+    /// The primary of the current view.
+    pub fn primary(&self) -> u8 {
+        self.primary.load(Ordering::Relaxed)
+    }
+
+    pub fn is_normal(&self) -> bool {
+        self.normal.load(Ordering::Relaxed)
+    }
+
+    /// Normal and applied up to the commit it knows (a restarted node replaying is not).
+    pub fn is_caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::Relaxed)
+    }
+
+    pub fn reaches(&self, replica: u8) -> bool {
+        replica < 16 && self.reachable.load(Ordering::Relaxed) & (1 << replica) != 0
+    }
+}
+
+/// Whether only the primary serves `request` in cluster mode: `Some(true)` for the
+/// partition plane (messages and offsets), `Some(false)` for what lives only on the primary
+/// (consumer groups, purges), `None` for what any node answers from its replicated state
+/// (metadata reads, sessions, routes, the roster). Metadata writes are refused at
+/// `Replication::submit`.
+pub fn primary_only(request: &Request<'_>) -> Option<bool> {
+    match request {
+        Request::SendMessages(_)
+        | Request::PollMessages(_)
+        | Request::PollMessagesDeferred(_)
+        | Request::PollMessagesOnPrimary(_)
+        | Request::FetchMessages(_)
+        | Request::FlushUnsavedBuffer(_)
+        | Request::GetConsumerOffset(_)
+        | Request::StoreConsumerOffset(_)
+        | Request::DeleteConsumerOffset(_) => Some(true),
+        Request::GetConsumerGroup(_)
+        | Request::GetConsumerGroups(_)
+        | Request::JoinConsumerGroup(_)
+        | Request::LeaveConsumerGroup(_)
+        | Request::SyncConsumerGroup(_)
+        | Request::PurgeStream(_)
+        | Request::PurgeTopic(_)
+        | Request::DeleteSegments(_) => Some(false),
+        _ => None,
+    }
+}
+
+/// A change replicated before it is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicatedOp {
+    Metadata(MetadataOp),
+    /// A batch record appended to a partition at `now_us`, with the producer section the
+    /// primary read from it (dedupe runs at apply, on every node alike).
+    Append {
+        key: PartitionKey,
+        now_us: u64,
+        producer: Option<(Producer, u32)>,
+        batch: Vec<u8>,
+    },
+    /// A consumer's or group's offset stored (`forward_only`: a group's auto-commit, which
+    /// never moves it back).
+    StoreOffset {
+        key: PartitionKey,
+        owner: OffsetOwner,
+        offset: u64,
+        forward_only: bool,
+    },
+    DeleteOffset {
+        key: PartitionKey,
+        owner: OffsetOwner,
+    },
+    /// A login: the session of `client_id` on every node, numbered by the op that
+    /// registered it (so `BIND_SESSION` works on any node).
+    Register {
+        client_id: u128,
+        user_id: u32,
+        bind_secret: [u8; 32],
+        token: Option<[u8; 32]>,
+    },
+}
+
+const KIND_METADATA: u8 = 1;
+const KIND_APPEND: u8 = 2;
+const KIND_STORE_OFFSET: u8 = 3;
+const KIND_DELETE_OFFSET: u8 = 4;
+const KIND_REGISTER: u8 = 5;
+/// Kind, client id, user id, bind secret, token flag, token.
+const REGISTER_SIZE: usize = 1 + 16 + 4 + 32 + 1 + 32;
+/// Kind, partition key, owner kind and id; then a store's offset and direction.
+const OFFSET_FIXED: usize = 1 + 12 + 1 + 4;
+/// An append's fixed part: kind, stream, topic, partition, time, producer flag, producer id,
+/// epoch, base sequence, message count.
+const APPEND_FIXED: usize = 1 + 4 + 4 + 4 + 8 + 1 + 8 + 2 + 4 + 4;
+
+/// Bytes that are no [`ReplicatedOp`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a replicated op: {0}")]
+pub struct OpDecodeError(&'static str);
+
+impl ReplicatedOp {
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Self::Metadata(op) => {
+                let mut bytes = vec![KIND_METADATA];
+                bytes.extend_from_slice(&encode_op(op));
+                bytes
+            }
+            Self::Append {
+                key,
+                now_us,
+                producer,
+                batch,
+            } => {
+                let mut bytes = Vec::with_capacity(APPEND_FIXED + batch.len());
+                bytes.push(KIND_APPEND);
+                bytes.extend_from_slice(&key.stream_id.to_le_bytes());
+                bytes.extend_from_slice(&key.topic_id.to_le_bytes());
+                bytes.extend_from_slice(&key.partition_id.to_le_bytes());
+                bytes.extend_from_slice(&now_us.to_le_bytes());
+                let (section, count) = producer.map_or(
+                    (
+                        Producer {
+                            producer_id: 0,
+                            epoch: 0,
+                            base_sequence: 0,
+                        },
+                        0,
+                    ),
+                    |producer| producer,
+                );
+                bytes.push(u8::from(producer.is_some()));
+                bytes.extend_from_slice(&section.producer_id.to_le_bytes());
+                bytes.extend_from_slice(&section.epoch.to_le_bytes());
+                bytes.extend_from_slice(&section.base_sequence.to_le_bytes());
+                bytes.extend_from_slice(&count.to_le_bytes());
+                bytes.extend_from_slice(batch);
+                bytes
+            }
+            Self::StoreOffset {
+                key,
+                owner,
+                offset,
+                forward_only,
+            } => {
+                let mut bytes = offset_prefix(KIND_STORE_OFFSET, *key, *owner);
+                bytes.extend_from_slice(&offset.to_le_bytes());
+                bytes.push(u8::from(*forward_only));
+                bytes
+            }
+            Self::DeleteOffset { key, owner } => offset_prefix(KIND_DELETE_OFFSET, *key, *owner),
+            Self::Register {
+                client_id,
+                user_id,
+                bind_secret,
+                token,
+            } => {
+                let mut bytes = Vec::with_capacity(REGISTER_SIZE);
+                bytes.push(KIND_REGISTER);
+                bytes.extend_from_slice(&client_id.to_le_bytes());
+                bytes.extend_from_slice(&user_id.to_le_bytes());
+                bytes.extend_from_slice(bind_secret);
+                bytes.push(u8::from(token.is_some()));
+                bytes.extend_from_slice(&token.unwrap_or([0; 32]));
+                bytes
+            }
+        }
+    }
+
+    /// Total: any bytes give an op or an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, OpDecodeError> {
+        match bytes.split_first() {
+            Some((&KIND_METADATA, rest)) => decode_op(rest)
+                .map(Self::Metadata)
+                .map_err(|_undecodable| OpDecodeError("metadata op")),
+            Some((&KIND_APPEND, _)) if bytes.len() > APPEND_FIXED => {
+                let mut reader = Fields(&bytes[1..]);
+                let key = PartitionKey {
+                    stream_id: reader.u32(),
+                    topic_id: reader.u32(),
+                    partition_id: reader.u32(),
+                };
+                let now_us = reader.u64();
+                let flag = reader.u8();
+                let section = Producer {
+                    producer_id: reader.u64(),
+                    epoch: reader.u16(),
+                    base_sequence: reader.u32(),
+                };
+                let count = reader.u32();
+                let producer = match flag {
+                    0 => None,
+                    1 => Some((section, count)),
+                    _ => return Err(OpDecodeError("producer flag")),
+                };
+                Ok(Self::Append {
+                    key,
+                    now_us,
+                    producer,
+                    batch: bytes[APPEND_FIXED..].to_vec(),
+                })
+            }
+            Some((&KIND_STORE_OFFSET, _)) if bytes.len() == OFFSET_FIXED + 9 => {
+                let mut reader = Fields(&bytes[1..]);
+                let (key, owner) = reader.offset_target()?;
+                let offset = reader.u64();
+                let forward_only = match reader.u8() {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(OpDecodeError("offset direction")),
+                };
+                Ok(Self::StoreOffset {
+                    key,
+                    owner,
+                    offset,
+                    forward_only,
+                })
+            }
+            Some((&KIND_DELETE_OFFSET, _)) if bytes.len() == OFFSET_FIXED => {
+                let (key, owner) = Fields(&bytes[1..]).offset_target()?;
+                Ok(Self::DeleteOffset { key, owner })
+            }
+            Some((&KIND_REGISTER, _)) if bytes.len() == REGISTER_SIZE => decode_register(bytes),
+            _ => Err(OpDecodeError("kind or length")),
+        }
+    }
+}
+
+/// A [`ReplicatedOp::Register`] of exactly [`REGISTER_SIZE`] bytes.
+fn decode_register(bytes: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
+    let mut reader = Fields(&bytes[1..]);
+    let client_id = u128::from_le_bytes(reader.take());
+    let user_id = reader.u32();
+    let bind_secret = reader.take::<32>();
+    let flag = reader.u8();
+    let token = reader.take::<32>();
+    let token = match flag {
+        0 if token == [0; 32] => None,
+        1 => Some(token),
+        _ => return Err(OpDecodeError("token flag")),
+    };
+    Ok(ReplicatedOp::Register {
+        client_id,
+        user_id,
+        bind_secret,
+        token,
+    })
+}
+
+fn offset_prefix(kind: u8, key: PartitionKey, owner: OffsetOwner) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(OFFSET_FIXED + 9);
+    bytes.push(kind);
+    bytes.extend_from_slice(&key.stream_id.to_le_bytes());
+    bytes.extend_from_slice(&key.topic_id.to_le_bytes());
+    bytes.extend_from_slice(&key.partition_id.to_le_bytes());
+    let (kind, id) = match owner {
+        OffsetOwner::Consumer(id) => (0u8, id),
+        OffsetOwner::Group(id) => (1, id),
+    };
+    bytes.push(kind);
+    bytes.extend_from_slice(&id.to_le_bytes());
+    bytes
+}
+
+/// Little-endian fields read in order from a slice whose length the caller checked.
+struct Fields<'a>(&'a [u8]);
+
+impl Fields<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut field = [0u8; N];
+        if let Some((head, rest)) = self.0.split_at_checked(N) {
+            field.copy_from_slice(head);
+            self.0 = rest;
+        }
+        field
+    }
+
+    fn u8(&mut self) -> u8 {
+        self.take::<1>()[0]
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.take())
+    }
+
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+
+    fn offset_target(&mut self) -> Result<(PartitionKey, OffsetOwner), OpDecodeError> {
+        let key = PartitionKey {
+            stream_id: self.u32(),
+            topic_id: self.u32(),
+            partition_id: self.u32(),
+        };
+        let owner = match (self.u8(), self.u32()) {
+            (0, id) => OffsetOwner::Consumer(id),
+            (1, id) => OffsetOwner::Group(id),
+            _ => return Err(OpDecodeError("offset owner")),
+        };
+        Ok((key, owner))
+    }
+}
+
+/// What applying an op gave, for the request that submitted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// The metadata commit number after the op.
+    Metadata { commit: u64 },
+    /// A batch appended, and the op that appended it (the committed-result marker's).
+    Appended(SendConfirmations, u64),
+    /// An offset stored, or deleted (`false`: there was none to delete).
+    Offset(bool),
+    /// The session a login registered.
+    Session(u64),
+}
+
+/// A replicated entry's body: whether it must be synced before it is acknowledged, then
+/// the op's bytes. `None` for a body too short or with another first byte.
+pub fn entry_body(body: &[u8]) -> Option<(bool, &[u8])> {
+    match body.split_first()? {
+        (0, op) => Some((false, op)),
+        (1, op) => Some((true, op)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{PartitionKey, Producer, ReplicatedOp};
+    use crate::metadata::MetadataOp;
+
+    #[test]
+    fn ops_round_trip() {
+        let ops = [
+            ReplicatedOp::Metadata(MetadataOp::DeleteStream { id: 4 }),
+            ReplicatedOp::Append {
+                key: PartitionKey {
+                    stream_id: 1,
+                    topic_id: 2,
+                    partition_id: 3,
+                },
+                now_us: 99,
+                producer: Some((
+                    Producer {
+                        producer_id: 7,
+                        epoch: 2,
+                        base_sequence: 40,
+                    },
+                    10,
+                )),
+                batch: vec![5; 300],
+            },
+            ReplicatedOp::Append {
+                key: PartitionKey {
+                    stream_id: 1,
+                    topic_id: 1,
+                    partition_id: 1,
+                },
+                now_us: 1,
+                producer: None,
+                batch: vec![1],
+            },
+            ReplicatedOp::StoreOffset {
+                key: PartitionKey {
+                    stream_id: 3,
+                    topic_id: 2,
+                    partition_id: 0,
+                },
+                owner: segment::offsets::OffsetOwner::Group(9),
+                offset: 1 << 40,
+                forward_only: true,
+            },
+            ReplicatedOp::DeleteOffset {
+                key: PartitionKey {
+                    stream_id: 3,
+                    topic_id: 2,
+                    partition_id: 0,
+                },
+                owner: segment::offsets::OffsetOwner::Consumer(4),
+            },
+            ReplicatedOp::Register {
+                client_id: u128::MAX - 3,
+                user_id: 2,
+                bind_secret: [9; 32],
+                token: Some([4; 32]),
+            },
+            ReplicatedOp::Register {
+                client_id: 1,
+                user_id: 0,
+                bind_secret: [0; 32],
+                token: None,
+            },
+        ];
+        for op in ops {
+            assert_eq!(ReplicatedOp::decode(&op.encode()), Ok(op));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = ReplicatedOp::decode(&bytes);
+        }
+    }
+}

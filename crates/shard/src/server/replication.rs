@@ -1,0 +1,222 @@
+//! Cluster mode's runtime side of the shard: the channel to the replica driver
+//! ([`Replication`]) and the apply of committed ops ([`Server::apply_replicated`]). The
+//! ops, roster and status are `crate::cluster`'s.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::Server;
+use crate::cluster::{Applied, ClusterStatus, ReplicatedOp};
+use crate::data::{DataError, SendPlan};
+use crate::mail::Reply;
+use crate::metadata::{Metadata, MetadataOp};
+use crate::refusal::{Missing, Refusal};
+
+/// An op on its way to the replica driver, and where its outcome goes: `body` is an entry
+/// body ([`crate::cluster::entry_body`]).
+pub struct Submission {
+    pub body: Vec<u8>,
+    /// The op must be synced by a quorum before it counts (`persisted` topics, metadata).
+    pub sync: bool,
+    pub reply: Reply<Result<Applied, Refusal>>,
+}
+
+impl std::fmt::Debug for Submission {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Submission")
+            .field("bytes", &self.body.len())
+            .field("sync", &self.sync)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The primary's way to the replica driver, and the status it publishes.
+#[derive(Debug)]
+pub struct Replication {
+    pub replica_id: u8,
+    pub status: Arc<ClusterStatus>,
+    submissions: crossfire::MAsyncTx<crossfire::mpsc::Array<Submission>>,
+}
+
+impl Replication {
+    pub fn new(
+        replica_id: u8,
+        status: Arc<ClusterStatus>,
+        submissions: crossfire::MAsyncTx<crossfire::mpsc::Array<Submission>>,
+    ) -> Self {
+        Self {
+            replica_id,
+            status,
+            submissions,
+        }
+    }
+
+    /// Whether this node's state is the cluster's now (normal and caught up).
+    pub fn is_caught_up(&self) -> bool {
+        self.status.is_caught_up()
+    }
+
+    /// Whether this node is the primary of a view in normal operation.
+    pub fn is_primary(&self) -> bool {
+        self.status.is_normal() && self.status.primary() == self.replica_id
+    }
+
+    /// What a request that only the primary serves gets here, if this node is not it:
+    /// partition requests `89 NotPrimary` (the SDK re-routes), everything else
+    /// `58 TransientNotAccepted` (the SDK re-reads the roster and retries).
+    pub fn refusal(&self, partition_plane: bool) -> Option<Refusal> {
+        if self.is_primary() {
+            return None;
+        }
+        Some(if partition_plane {
+            Refusal::NotPrimary
+        } else {
+            Refusal::NotAccepted
+        })
+    }
+
+    /// Replicates `op` and waits until this node has applied it: its outcome then, or a
+    /// refusal when this node is between views (`58`), its queue is full (`58`), or the op
+    /// was not committed in time (`57`: it may still commit). A backup forwards the op to
+    /// the primary.
+    pub async fn submit(&self, op: &ReplicatedOp, sync: bool) -> Result<Applied, Refusal> {
+        if !self.status.is_normal() {
+            return Err(Refusal::NotAccepted);
+        }
+        let (reply, outcome) = crossfire::oneshot::oneshot();
+        let mut body = vec![u8::from(sync)];
+        body.extend_from_slice(&op.encode());
+        let submission = Submission { body, sync, reply };
+        if self.submissions.try_send(submission).is_err() {
+            return Err(Refusal::NotAccepted);
+        }
+        outcome.await.unwrap_or(Err(Refusal::NotCommitted))
+    }
+}
+
+impl Server {
+    /// Cluster mode's replication, if this server runs in it.
+    pub fn replication(&self) -> Option<&Replication> {
+        self.replication.get()
+    }
+
+    /// Turns cluster mode on: changes are replicated through `replication` from now on.
+    pub fn set_replication(&self, replication: Replication) {
+        if self.replication.set(replication).is_err() {
+            log::error!("cluster replication was set twice; the first stays");
+        }
+    }
+
+    /// Applies the committed op numbered `number` (every node, in op order). A refusal is
+    /// deterministic — every node refuses the same op alike — so the op then changes nothing
+    /// anywhere.
+    pub async fn apply_replicated(
+        &self,
+        number: u64,
+        op: ReplicatedOp,
+    ) -> Result<Applied, Refusal> {
+        match op {
+            ReplicatedOp::Register {
+                client_id,
+                user_id,
+                bind_secret,
+                token,
+            } => self.register_replicated(number, client_id, user_id, bind_secret, token),
+            ReplicatedOp::Metadata(op) => self.apply_metadata(op).await,
+            ReplicatedOp::Append {
+                key,
+                now_us,
+                producer,
+                batch,
+            } => {
+                let handle = self
+                    .data
+                    .partition(key)
+                    .ok_or(Refusal::Missing(Missing::Partition))?;
+                let plan = SendPlan {
+                    key,
+                    handle,
+                    producer,
+                };
+                let sent = self.data.send(&plan, batch.into(), now_us).await;
+                sent.map(|confirmations| Applied::Appended(confirmations, number))
+                    .map_err(|error| error.refusal())
+            }
+            ReplicatedOp::StoreOffset {
+                key,
+                owner,
+                offset,
+                forward_only,
+            } => {
+                let handle = self
+                    .data
+                    .partition(key)
+                    .ok_or(Refusal::Missing(Missing::Partition))?;
+                let behind = handle
+                    .stored_offset(owner)
+                    .is_some_and(|stored| stored >= offset);
+                if forward_only && behind {
+                    return Ok(Applied::Offset(true));
+                }
+                let stored = handle.store_offset(owner, offset).await;
+                stored
+                    .map(|()| Applied::Offset(true))
+                    .map_err(|source| DataError::Partition { key, source }.refusal())
+            }
+            ReplicatedOp::DeleteOffset { key, owner } => {
+                let handle = self
+                    .data
+                    .partition(key)
+                    .ok_or(Refusal::Missing(Missing::Partition))?;
+                let deleted = handle.delete_offset(owner).await;
+                deleted
+                    .map(Applied::Offset)
+                    .map_err(|source| DataError::Partition { key, source }.refusal())
+            }
+        }
+    }
+
+    /// A login's session, numbered by its op so every node gives it the same number.
+    fn register_replicated(
+        &self,
+        number: u64,
+        client_id: u128,
+        user_id: u32,
+        bind_secret: [u8; 32],
+        token: Option<[u8; 32]>,
+    ) -> Result<Applied, Refusal> {
+        let registered = self.sessions.borrow_mut().register_numbered(
+            client_id,
+            Some(number),
+            user_id,
+            proto::commands::session::BindSecret(bind_secret),
+            token,
+        );
+        registered
+            .map(|record| Applied::Session(record.session))
+            .map_err(|error| {
+                log::info!("cluster: register of op {number}: {error}");
+                Refusal::Internal
+            })
+    }
+
+    async fn apply_metadata(&self, op: MetadataOp) -> Result<Applied, Refusal> {
+        let mut next = Metadata::clone(&self.metadata.borrow());
+        if let Err(error) = next.apply(&op) {
+            log::info!("metadata: committed {} does not apply: {error}", op.kind());
+            return Err(Refusal::Internal);
+        }
+        let commit = next.commit;
+        let next = Rc::new(next);
+        self.metadata.replace(Rc::clone(&next));
+        if op.may_revoke_identity() {
+            self.end_orphaned_sessions();
+        }
+        if let Err(error) = self.data.on_applied(&op, &next).await {
+            log::error!("data: following replicated commit {commit} failed: {error}");
+            return Err(Refusal::Internal);
+        }
+        Ok(Applied::Metadata { commit })
+    }
+}
