@@ -4,7 +4,8 @@
 //!
 //! The binary is `IGGY_SERVER_BIN` when set, else `target/release/iggy`, else
 //! `target/debug/iggy` of the repository (or of `CARGO_TARGET_DIR`'s parent layout). A test fails
-//! with the paths it tried when none exists. Every wait is bounded; nothing listens beyond
+//! with the paths it tried when none exists. With `IGGY_KEEP_LOGS` set, server logs are kept
+//! (their paths printed) instead of removed. Every wait is bounded; nothing listens beyond
 //! 127.0.0.1.
 
 use std::fs::File;
@@ -39,6 +40,8 @@ pub struct Server {
     /// The HTTP API listener's address (used by builds with feature `http`).
     http_address: SocketAddr,
     extra_env: Vec<(String, String)>,
+    /// Arguments after the fixture's own (a cluster node's `--config` and `--replica-id`).
+    extra_args: Vec<String>,
     child: Option<Child>,
     log_path: PathBuf,
     starts: u32,
@@ -52,13 +55,20 @@ impl Server {
 
     /// Starts a fresh server with extra `IGGY_*` overrides.
     pub fn start_with_env(extra_env: &[(&str, &str)]) -> Server {
+        let mut server = Server::prepare(extra_env);
+        server.spawn(true);
+        server
+    }
+
+    /// A fixture with its directory and ports chosen, not started.
+    fn prepare(extra_env: &[(&str, &str)]) -> Server {
         let binary = server_binary();
         let data = tempfile::Builder::new()
             .prefix("iggy-compat-")
             .tempdir()
             .expect("create a temporary data directory");
         let log_path = data.path().with_extension("log");
-        let mut server = Server {
+        let server = Server {
             binary,
             data,
             address: free_loopback_address(),
@@ -69,11 +79,11 @@ impl Server {
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
                 .collect(),
+            extra_args: Vec::new(),
             child: None,
             log_path,
             starts: 0,
         };
-        server.spawn(true);
         server
     }
 
@@ -209,6 +219,7 @@ impl Server {
             .env("IGGY_HTTP_ADDRESS", self.http_address.to_string())
             .env("IGGY_SYSTEM_PATH", self.data.path())
             .envs(self.extra_env.iter().map(|(key, value)| (key, value)))
+            .args(&self.extra_args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log);
@@ -255,7 +266,80 @@ impl Drop for Server {
         if thread::panicking() {
             eprintln!("{}", self.log_tail());
         }
-        let _ = std::fs::remove_file(&self.log_path);
+        if std::env::var_os("IGGY_KEEP_LOGS").is_none() {
+            let _ = std::fs::remove_file(&self.log_path);
+        } else {
+            eprintln!("server log kept: {}", self.log_path.display());
+        }
+        let _ = std::fs::remove_file(self.data.path().with_extension("toml"));
+    }
+}
+
+/// A cluster of real server processes on loopback: node `i` is `--replica-id i` of a roster
+/// naming every node's TCP port and replica port, with replica authentication on. Nodes
+/// are started side by side (a node waits for no other) and each is a [`Server`] fixture:
+/// `kill`, `start_again`, `pause` and `resume` act on one node.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// Starts `count` fresh nodes. `heartbeat_timeout` is the cluster's: how long backups
+    /// wait for a silent primary before they elect another.
+    pub fn start(count: usize, heartbeat_timeout: &str) -> Cluster {
+        let mut nodes: Vec<Server> = (0..count).map(|_| Server::prepare(&[])).collect();
+        let replica_ports: Vec<u16> = (0..count).map(|_| free_loopback_address().port()).collect();
+        let mut roster = String::new();
+        for (id, node) in nodes.iter().enumerate() {
+            roster.push_str(&format!(
+                "[[cluster.nodes]]\nname = \"node-{id}\"\nip = \"127.0.0.1\"\n\
+                 replica_id = {id}\nports = {{ tcp = {}, tcp_replica = {} }}\n",
+                node.address.port(),
+                replica_ports[id]
+            ));
+        }
+        let config = format!(
+            "[quic]\nenabled = false\n[http]\nenabled = false\n[websocket]\nenabled = false\n\
+             [cluster]\nenabled = true\nname = \"compat-cluster\"\n\
+             heartbeat_timeout = \"{heartbeat_timeout}\"\ncommit_broadcast_interval = \"100ms\"\n\
+             [cluster.auth]\nenabled = true\n\
+             shared_secret = \"compat-cluster-shared-secret-of-32-bytes-or-more\"\n{roster}"
+        );
+        for (id, node) in nodes.iter_mut().enumerate() {
+            let path = node.data.path().with_extension("toml");
+            std::fs::write(&path, &config).expect("write a cluster node's config");
+            node.extra_args = vec![
+                "--config".into(),
+                path.display().to_string(),
+                "--replica-id".into(),
+                id.to_string(),
+            ];
+        }
+        for node in &mut nodes {
+            node.spawn(true);
+        }
+        Cluster { nodes }
+    }
+
+    /// Every node's `127.0.0.1:<port>`, comma-separated, as the SDK's server address list.
+    pub fn tcp_addresses(&self) -> Vec<String> {
+        self.nodes.iter().map(Server::tcp_address).collect()
+    }
+}
+
+impl Server {
+    /// Stops the process with SIGSTOP (it keeps its sockets and state, and answers nothing).
+    pub fn pause(&self) {
+        if let Some(child) = &self.child {
+            signal(child, libc::SIGSTOP);
+        }
+    }
+
+    /// Resumes a process [`Server::pause`] stopped.
+    pub fn resume(&self) {
+        if let Some(child) = &self.child {
+            signal(child, libc::SIGCONT);
+        }
     }
 }
 
