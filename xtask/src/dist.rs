@@ -14,7 +14,7 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 9] = [
+const FEATURES: [&str; 10] = [
     "tcp",
     "quic",
     "ws",
@@ -22,6 +22,7 @@ const FEATURES: [&str; 9] = [
     "minimal,tls",
     "minimal,io-uring",
     "minimal,bench",
+    "minimal,vsr",
     "minimal",
     "full",
 ];

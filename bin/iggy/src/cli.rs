@@ -1,15 +1,19 @@
 //! Command-line flags: `--fresh`, `--with-default-root-credentials`, `--config <path>`,
-//! `--version`, `--help`.
+//! `--replica-id <N>`, `--recover`, `--version`, `--help`.
 
 use std::path::PathBuf;
 
 pub(crate) const USAGE: &str = "\
 usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
+            [--replica-id <N>] [--recover]
        iggy check <data directory>        verify a stopped server's data (iggy check --help)
 
   --fresh                            wipe the data directory (system.path) before starting
   --with-default-root-credentials    on first boot create the root user iggy/iggy
   --config <path>                    read this configuration file over the built-in defaults
+  --replica-id <N>                   which `[[cluster.nodes]]` entry this process is (default 0)
+  --recover                          cluster mode: this node lost its data directory; take the
+                                     cluster's state from the other nodes before taking part
   -V, --version                      print the version and the features built in
   -h, --help                         print this help";
 
@@ -19,6 +23,8 @@ pub(crate) struct Cli {
     pub(crate) fresh: bool,
     pub(crate) default_root_credentials: bool,
     pub(crate) config: Option<PathBuf>,
+    pub(crate) replica_id: u8,
+    pub(crate) recover: bool,
     pub(crate) help: bool,
     pub(crate) version: bool,
 }
@@ -30,6 +36,8 @@ pub(crate) enum CliError {
     Unknown(String),
     #[error("`--config` needs a path")]
     MissingPath,
+    #[error("`--replica-id` needs a number from 0 to 255")]
+    ReplicaId,
 }
 
 impl Cli {
@@ -44,8 +52,17 @@ impl Cli {
                     let path = arguments.next().ok_or(CliError::MissingPath)?;
                     cli.config = Some(PathBuf::from(path));
                 }
+                "--recover" => cli.recover = true,
+                "--replica-id" => {
+                    let id = arguments.next().ok_or(CliError::ReplicaId)?;
+                    cli.replica_id = id.parse().map_err(|_not_id| CliError::ReplicaId)?;
+                }
                 "-h" | "--help" => cli.help = true,
                 "-V" | "--version" => cli.version = true,
+                other if other.starts_with("--replica-id=") => {
+                    let id = &other["--replica-id=".len()..];
+                    cli.replica_id = id.parse().map_err(|_not_id| CliError::ReplicaId)?;
+                }
                 other => match other.strip_prefix("--config=") {
                     Some(path) if !path.is_empty() => cli.config = Some(PathBuf::from(path)),
                     Some(_) => return Err(CliError::MissingPath),
@@ -87,5 +104,20 @@ mod tests {
         assert!(parse(&["--version"]).unwrap().version && parse(&["-V"]).unwrap().version);
         assert_eq!(parse(&["--config"]), Err(CliError::MissingPath));
         assert_eq!(parse(&["--frsh"]), Err(CliError::Unknown("--frsh".into())));
+    }
+
+    #[test]
+    fn replica_flags() {
+        let cli = parse(&["--replica-id", "2", "--recover"]).unwrap();
+        assert_eq!((cli.replica_id, cli.recover), (2, true));
+        assert_eq!(parse(&["--replica-id=1"]).unwrap().replica_id, 1);
+        assert_eq!(parse(&[]).unwrap().replica_id, 0);
+        for bad in [
+            &["--replica-id"][..],
+            &["--replica-id", "x"],
+            &["--replica-id=256"],
+        ] {
+            assert_eq!(parse(bad), Err(CliError::ReplicaId));
+        }
     }
 }

@@ -13,6 +13,8 @@ use crate::config::Config;
 #[path = "bench.rs"]
 mod bench_command;
 
+#[cfg(feature = "vsr")]
+mod cluster;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "ws")]
@@ -53,6 +55,7 @@ pub(crate) fn features() -> Vec<&'static str> {
             ("tls", cfg!(feature = "tls")),
             ("io-uring", cfg!(feature = "io-uring")),
             ("bench", cfg!(feature = "bench")),
+            ("vsr", cfg!(feature = "vsr")),
         ])
         .filter_map(|(name, on)| on.then_some(name))
         .collect()
@@ -119,6 +122,9 @@ pub(crate) enum BindError {
     #[cfg(feature = "tls")]
     #[error(transparent)]
     TlsTcp(#[from] transport::tls_tcp::ListenError),
+    #[cfg(feature = "vsr")]
+    #[error("cluster mode")]
+    Cluster(#[from] cluster::ClusterError),
     #[cfg(feature = "tls")]
     #[error("the certificate of `[{section}]`")]
     Certificate {
@@ -126,6 +132,62 @@ pub(crate) enum BindError {
         #[source]
         source: transport::tls::TlsError,
     },
+}
+
+/// What cluster mode needs that the configuration does not hold.
+pub(crate) struct ClusterArguments {
+    pub(crate) replica_id: u8,
+    pub(crate) recover: bool,
+    pub(crate) root_username: String,
+    pub(crate) root_password_hash: String,
+}
+
+/// Starts cluster mode on `server` (empty: its replica log rebuilds it) when
+/// `[cluster] enabled`; refuses when the build lacks feature `vsr`.
+#[cfg_attr(not(feature = "vsr"), allow(clippy::unused_async))]
+pub(crate) async fn start_cluster(
+    server: &Rc<Server>,
+    config: &Config,
+    arguments: ClusterArguments,
+) -> Result<(), BindError> {
+    #[cfg(feature = "vsr")]
+    {
+        let start = cluster::ClusterStart {
+            settings: &config.cluster,
+            replica_id: arguments.replica_id,
+            recover: arguments.recover,
+            system_path: &config.system_path,
+            frame_size_max: usize::try_from(config.frame_size_max_bytes).unwrap_or(usize::MAX),
+            handshake_timeout: config.handshake_grace,
+            root: cluster::RootSeed {
+                username: arguments.root_username,
+                password_hash: arguments.root_password_hash,
+            },
+        };
+        cluster::start(server, start).await?;
+        Ok(())
+    }
+    #[cfg(not(feature = "vsr"))]
+    {
+        let ClusterArguments {
+            replica_id,
+            recover,
+            root_username,
+            root_password_hash,
+        } = arguments;
+        let _ = (
+            server,
+            config,
+            replica_id,
+            recover,
+            root_username,
+            root_password_hash,
+        );
+        Err(BindError::Missing {
+            key: "cluster.enabled = true",
+            feature: "vsr",
+        })
+    }
 }
 
 /// The ports the listeners bound (0: off), for the roster clients read.
@@ -414,6 +476,13 @@ impl Listeners {
     allow(clippy::unnecessary_wraps, unused_variables)
 )]
 fn refuse_missing(config: &Config) -> Result<(), BindError> {
+    #[cfg(not(feature = "vsr"))]
+    if config.cluster.enabled {
+        return Err(BindError::Missing {
+            key: "cluster.enabled = true",
+            feature: "vsr",
+        });
+    }
     #[cfg(not(feature = "ws"))]
     if config.websocket.enabled {
         return Err(BindError::NotBuilt {

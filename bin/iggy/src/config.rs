@@ -12,6 +12,10 @@ use std::time::Duration;
 use base64::Engine;
 use toml::{Table, Value};
 
+mod cluster;
+
+pub(crate) use cluster::{ClusterNode, ClusterSettings, NodePorts};
+
 /// The shipped configuration, embedded so the binary runs without it on disk.
 pub(crate) const DEFAULT_CONFIG: &str = include_str!("../config.toml");
 /// Environment variables that are not keys but share the `IGGY_` prefix.
@@ -19,6 +23,14 @@ const NON_KEY_VARIABLES: [&str; 3] = [
     "IGGY_ROOT_USERNAME",
     "IGGY_ROOT_PASSWORD",
     "IGGY_CONFIG_PATH",
+];
+
+/// Keys whose values never reach `runtime/current_config.toml`.
+const SECRET_KEYS: [&str; 4] = [
+    "cluster.auth.shared_secret",
+    "cluster.auth.previous_shared_secret",
+    "http.jwt.encoding_secret",
+    "http.jwt.decoding_secret",
 ];
 
 /// The effective configuration, typed.
@@ -58,9 +70,7 @@ pub(crate) struct Config {
     pub(crate) rebalancing_timeout: Duration,
     pub(crate) heartbeat_enabled: bool,
     pub(crate) heartbeat_interval: Duration,
-    pub(crate) cluster_name: String,
-    pub(crate) node_name: String,
-    pub(crate) node_ip: String,
+    pub(crate) cluster: ClusterSettings,
     /// The merged table, written to `runtime/current_config.toml`.
     pub(crate) effective: Table,
     /// The dotted keys a file or a variable set (the rest are defaults).
@@ -229,6 +239,80 @@ impl Config {
         Ok(config)
     }
 
+    /// Cluster mode: every transport listens on its own address with the port this node's
+    /// roster entry names (checked present by [`ClusterSettings::check_for`]).
+    pub(crate) fn use_roster_ports(&mut self, replica_id: u8) {
+        let Some(node) = self.cluster.node(replica_id) else {
+            return;
+        };
+        let ports = node.ports;
+        let addresses = [
+            (&mut self.tcp_address, ports.tcp),
+            (&mut self.quic.address, ports.quic),
+            (&mut self.websocket.address, ports.websocket),
+            (&mut self.http.address, ports.http),
+        ];
+        for (address, port) in addresses {
+            if let Some(port) = port {
+                address.set_port(port);
+            }
+        }
+    }
+
+    /// The roster clients are told: every node in cluster mode (with the roster's ports for
+    /// the transports this node serves, 0 for the others), else this node alone with the
+    /// ports its listeners bound.
+    pub(crate) fn roster(&self, replica_id: u8, bound: [u16; 4]) -> shard::cluster::Roster {
+        let [tcp, quic, websocket, http] = bound;
+        let entry = |node: &ClusterNode, ports: [u16; 4]| shard::cluster::RosterNode {
+            replica_id: node.replica_id,
+            name: node.name.clone(),
+            ip: node.ip.clone(),
+            tcp_port: ports[0],
+            quic_port: ports[1],
+            websocket_port: ports[2],
+            http_port: ports[3],
+        };
+        let nodes = if self.cluster.enabled {
+            let served = |on: bool, port: Option<u16>| if on { port.unwrap_or(0) } else { 0 };
+            self.cluster
+                .nodes
+                .iter()
+                .map(|node| {
+                    let p = node.ports;
+                    let ports = [
+                        served(tcp != 0, p.tcp),
+                        served(quic != 0, p.quic),
+                        served(websocket != 0, p.websocket),
+                        served(http != 0, p.http),
+                    ];
+                    entry(node, ports)
+                })
+                .collect()
+        } else {
+            let this = self
+                .cluster
+                .node(replica_id)
+                .cloned()
+                .unwrap_or(ClusterNode {
+                    name: "iggy-node-1".into(),
+                    ip: "127.0.0.1".into(),
+                    replica_id: 0,
+                    ports: NodePorts::default(),
+                });
+            let this = ClusterNode {
+                replica_id: 0,
+                ..this
+            };
+            vec![entry(&this, [tcp, quic, websocket, http])]
+        };
+        shard::cluster::Roster {
+            cluster_name: self.cluster.name.clone(),
+            replica_id: if self.cluster.enabled { replica_id } else { 0 },
+            nodes,
+        }
+    }
+
     /// Whether a file or a variable set `key` (to a value other than its default).
     #[allow(
         dead_code,
@@ -288,17 +372,30 @@ impl Config {
             rebalancing_timeout: view.duration("consumer_group.rebalancing_timeout")?,
             heartbeat_enabled: view.bool("heartbeat.enabled")?,
             heartbeat_interval: view.duration("heartbeat.interval")?,
-            cluster_name: view.string("cluster.name")?,
-            node_name: view.string("cluster.node.name")?,
-            node_ip: view.string("cluster.node.ip")?,
+            cluster: view.cluster()?,
             effective: table,
             explicit: BTreeSet::new(),
         })
     }
 
-    /// The effective configuration as TOML text.
+    /// The effective configuration as TOML text, its secrets (`SECRET_KEYS`) replaced by
+    /// `"<redacted>"` where set.
     pub(crate) fn effective_toml(&self) -> String {
-        self.effective.to_string()
+        let mut table = self.effective.clone();
+        for key in SECRET_KEYS {
+            let mut parts: Vec<&str> = key.split('.').collect();
+            let leaf = parts.pop().unwrap_or_default();
+            let mut section = Some(&mut table);
+            for part in parts {
+                section = section.and_then(|table| table.get_mut(part)?.as_table_mut());
+            }
+            if let Some(Value::String(secret)) = section.and_then(|table| table.get_mut(leaf))
+                && !secret.is_empty()
+            {
+                "<redacted>".clone_into(secret);
+            }
+        }
+        table.to_string()
     }
 }
 
@@ -686,5 +783,7 @@ pub(crate) fn parse_size(text: &str) -> Option<u64> {
     number.checked_mul(multiplier)
 }
 
+#[cfg(test)]
+mod cluster_tests;
 #[cfg(test)]
 mod tests;

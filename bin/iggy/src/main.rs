@@ -74,6 +74,11 @@ enum StartError {
     Cores(#[source] cores::CoreError),
     #[error(transparent)]
     Shard(#[from] shards::ShardStartError),
+    #[error(
+        "{0} holds a single-node server's data: cluster mode rebuilds its state from the \
+         replica log and would discard it (use another system.path)"
+    )]
+    SingleNodeData(PathBuf),
 }
 
 fn main() -> ExitCode {
@@ -124,7 +129,17 @@ fn start() -> Result<(), StartError> {
         .config
         .clone()
         .or_else(|| environment.get("IGGY_CONFIG_PATH").map(PathBuf::from));
-    let config = Config::load(config_path.as_deref(), &environment, &compose::transports())?;
+    let mut config = Config::load(config_path.as_deref(), &environment, &compose::transports())?;
+    let transports = [
+        ("tcp", config.tcp_enabled),
+        ("quic", config.quic.enabled),
+        ("http", config.http.enabled),
+        ("websocket", config.websocket.enabled),
+    ];
+    config.cluster.check_for(cli.replica_id, &transports)?;
+    if config.cluster.enabled {
+        config.use_roster_ports(cli.replica_id);
+    }
     process::private_files();
     let files = process::raise_open_file_limit();
     log::info!(
@@ -133,7 +148,13 @@ fn start() -> Result<(), StartError> {
     );
     prepare_data_directory(&config, cli.fresh)?;
     let root = root_credentials(&cli, &environment)?;
-    let cores = cores::shard_cores(&config.cpu_allocation).map_err(StartError::Cores)?;
+    let mut cores = cores::shard_cores(&config.cpu_allocation).map_err(StartError::Cores)?;
+    if config.cluster.enabled && cores.len() > 1 {
+        // The replica driver applies every op on the leader shard, which then owns every
+        // partition: one shard per node in cluster mode (features.md).
+        log::info!("cluster mode: one shard (core {})", cores[0]);
+        cores.truncate(1);
+    }
     if config.pin_cores {
         let leader = *cores
             .first()
@@ -141,7 +162,7 @@ fn start() -> Result<(), StartError> {
         cores::pin_current_thread(leader).map_err(StartError::Cores)?;
     }
     let runtime = compio::runtime::Runtime::new().map_err(StartError::Runtime)?;
-    runtime.block_on(run(config, root, &cores))
+    runtime.block_on(run(config, root, &cores, &cli))
 }
 
 /// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
@@ -160,11 +181,35 @@ fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError
         std::fs::remove_dir_all(path).map_err(error("wipe", path))?;
         log::info!("--fresh: wiped {}", path.display());
     }
+    if config.cluster.enabled {
+        rebuildable_state(path)?;
+    }
     let runtime = path.join("runtime");
     std::fs::create_dir_all(&runtime).map_err(error("create", &runtime))?;
     process::private_directory(path).map_err(error("make private", path))?;
     let effective = runtime.join("current_config.toml");
     std::fs::write(&effective, config.effective_toml()).map_err(error("write", &effective))?;
+    Ok(())
+}
+
+/// Cluster mode rebuilds metadata and partitions from the replica log (`cluster/`) at every
+/// start, so they are removed first. A directory a single-node server used (metadata but no
+/// replica log) is refused rather than wiped.
+fn rebuildable_state(path: &Path) -> Result<(), StartError> {
+    let metadata = path.join("metadata");
+    if metadata.exists() && !path.join("cluster").exists() {
+        return Err(StartError::SingleNodeData(path.to_owned()));
+    }
+    for derived in ["metadata", "streams"] {
+        let derived = path.join(derived);
+        if derived.exists() {
+            std::fs::remove_dir_all(&derived).map_err(|source| StartError::DataDirectory {
+                action: "rebuild",
+                path: derived.clone(),
+                source,
+            })?;
+        }
+    }
     Ok(())
 }
 
@@ -215,18 +260,22 @@ fn random_password() -> Result<String, StartError> {
         .collect())
 }
 
-async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(), StartError> {
+async fn run(
+    config: Config,
+    root: RootCredentials,
+    cores: &[usize],
+    cli: &Cli,
+) -> Result<(), StartError> {
     // Handlers first, so a SIGTERM during start-up is a clean stop once serving begins.
     let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
-    let info = server_info(&config, listeners.ports());
+    let info = server_info(&config, listeners.ports(), cli.replica_id);
     let (node, inboxes) = Node::new(cores.len());
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
     let backend = compose::io_backend(&config)?;
-    let storage = shard::disk::shard_storage(backend).map_err(StartError::Backend)?;
-    let server = Server::open_on(storage, info.clone(), path.clone(), Arc::clone(&node)).await?;
+    let server = open_server(&config, backend, &info, &node).await?;
     let (inbox_stop, inbox_stopped) = crossfire::oneshot::oneshot::<()>();
     let inbox_stopped = async move {
         let _ = inbox_stopped.await;
@@ -252,25 +301,18 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
         running.push(shards::start(start).await?);
     }
     log::info!("{} shard(s) on core(s) {cores:?}", cores.len());
-    ensure_root_user(&server, &root).await?;
-    let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
-    let ticker = compio::runtime::spawn(tick(Rc::clone(&server), period));
-    let partition_ticker = compio::runtime::spawn(tick_partitions(
-        Rc::clone(&server),
-        partition_tick_period(config.sync_interval),
-    ));
-    let cleaner = config.cleaner_enabled.then(|| {
-        let interval = config.cleaner_interval.max(CLEANER_INTERVAL_MIN);
-        compio::runtime::spawn(clean_messages(Rc::clone(&server), interval))
-    });
+    if config.cluster.enabled {
+        start_cluster(&server, &config, &root, cli).await?;
+    } else {
+        ensure_root_user(&server, &root).await?;
+    }
+    let periodic = spawn_periodic(&server, &config);
     listeners
         .serve(Rc::clone(&server), handoffs, async {
             let _ = shutdown.await;
         })
         .await;
-    drop(ticker);
-    drop(partition_ticker);
-    drop(cleaner);
+    drop(periodic);
     for shard in &mut running {
         shard.drained().await;
     }
@@ -286,11 +328,81 @@ async fn run(config: Config, root: RootCredentials, cores: &[usize]) -> Result<(
     Ok(())
 }
 
-fn server_info(config: &Config, ports: compose::Ports) -> ServerInfo {
+/// The leader's periodic tasks: session liveness, partition syncs, the retention cleaner.
+/// Dropping the handles stops them.
+fn spawn_periodic(server: &Rc<Server>, config: &Config) -> Vec<compio::runtime::JoinHandle<()>> {
+    let period = (config.heartbeat_interval / 2).clamp(TICK_MIN, TICK_MAX);
+    let mut tasks = vec![
+        compio::runtime::spawn(tick(Rc::clone(server), period)),
+        compio::runtime::spawn(tick_partitions(
+            Rc::clone(server),
+            partition_tick_period(config.sync_interval),
+        )),
+    ];
+    if config.cleaner_enabled {
+        let interval = config.cleaner_interval.max(CLEANER_INTERVAL_MIN);
+        tasks.push(compio::runtime::spawn(clean_messages(
+            Rc::clone(server),
+            interval,
+        )));
+    }
+    tasks
+}
+
+/// The leader shard's server: opened from its metadata journal, or, in cluster mode, empty
+/// (the replica log rebuilds it).
+async fn open_server(
+    config: &Config,
+    backend: shard::disk::Backend,
+    info: &ServerInfo,
+    node: &Arc<Node>,
+) -> Result<Rc<Server>, StartError> {
+    let storage = shard::disk::shard_storage(backend).map_err(StartError::Backend)?;
+    let path = config.system_path.clone();
+    if config.cluster.enabled {
+        let empty = shard::metadata::Metadata::default();
+        let sequencer = node.sequencer();
+        let node = Arc::clone(node);
+        return Ok(Server::for_shard_on(
+            storage,
+            info.clone(),
+            empty,
+            path,
+            node,
+            sequencer,
+        ));
+    }
+    Ok(Server::open_on(storage, info.clone(), path, Arc::clone(node)).await?)
+}
+
+/// Starts the replica (cluster mode); the first primary of a new cluster creates the root
+/// user, so a generated password is shown here, by every node alike.
+async fn start_cluster(
+    server: &Rc<Server>,
+    config: &Config,
+    root: &RootCredentials,
+    cli: &Cli,
+) -> Result<(), StartError> {
+    let arguments = compose::ClusterArguments {
+        replica_id: cli.replica_id,
+        recover: cli.recover,
+        root_username: root.username.clone(),
+        root_password_hash: shard::metadata::auth::hash_password(&root.password)?,
+    };
+    compose::start_cluster(server, config, arguments).await?;
+    if root.generated {
+        println!(
+            "Root user `{}` (created by the first primary) has password: {}",
+            root.username, root.password
+        );
+    }
+    Ok(())
+}
+
+fn server_info(config: &Config, ports: compose::Ports, replica_id: u8) -> ServerInfo {
+    let bound = [ports.tcp, ports.quic, ports.websocket, ports.http];
     ServerInfo {
-        cluster_name: config.cluster_name.clone(),
-        node_name: config.node_name.clone(),
-        node_ip: config.node_ip.clone(),
+        roster: config.roster(replica_id, bound),
         tcp_port: ports.tcp,
         websocket_port: ports.websocket,
         http_port: ports.http,

@@ -61,6 +61,7 @@ impl ShardHandler {
             // The edge's one binary encoding of the reply's typed body, in the dialect the
             // connection speaks after the request (a login sets it).
             Outcome::Reply(reply) => Answer::Reply {
+                committed_op: reply.committed_op,
                 operation: reply.operation,
                 status: reply.status_code(),
                 commit: reply.commit,

@@ -1,0 +1,288 @@
+//! Cluster mode (feature `vsr`, `[cluster] enabled = true`): this node is replica
+//! `--replica-id` of the roster. Its state machine is the server itself: metadata and
+//! message appends are replicated by `crates/vsr` before they apply (`shard::cluster`), and
+//! its durable state is the replica's log in `<system.path>/cluster/`.
+//!
+//! At start the log is the whole truth: the rest of the data directory (metadata journal,
+//! partitions) is rebuilt from it, so a node restarted after any crash replays the committed
+//! ops into an empty state and ends where the cluster is. (Checkpoints, which would bound
+//! the log and the replay, are not built yet; see features.md.)
+//!
+//! A node whose `cluster/` directory is missing formats a new replica — right for a new
+//! cluster, wrong for a node that lost its disk: that one is started with `--recover`, so it
+//! takes no part in any decision until the others have given it the cluster's log.
+
+mod driver;
+mod wal;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossfire::{AsyncRx, mpsc};
+use shard::Server;
+use shard::cluster::ClusterStatus;
+use shard::server::Replication;
+use transport::replica::handshake::Secrets;
+use transport::replica::{BusConfig, Outbound, cluster_id};
+use vsr::{Message, Outbox, Replica};
+
+use crate::config::ClusterSettings;
+use driver::Driver;
+pub(crate) use driver::RootSeed;
+
+/// Submissions waiting for the driver; more are refused `58` at once.
+const SUBMISSIONS_MAX: usize = vsr::REQUEST_QUEUE_MAX;
+/// Replica messages read from the bus and not yet handled; more are dropped.
+const MESSAGES_MAX: usize = 4096;
+
+/// Cluster mode could not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClusterError {
+    #[error("open the replica log in {path}")]
+    Log {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the replica log in {path} belongs to replica {found} of another cluster or node")]
+    Foreign { path: std::path::PathBuf, found: u8 },
+    #[error("the replica address {address} of node {replica}")]
+    Address { replica: u8, address: String },
+    #[error("bind the replica port {address}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "`cluster.tls` is not built yet: replica traffic is plaintext, authenticated by \
+         cluster.auth"
+    )]
+    Tls,
+}
+
+/// What cluster mode needs from the configuration and the command line.
+pub(crate) struct ClusterStart<'a> {
+    pub(crate) settings: &'a ClusterSettings,
+    pub(crate) replica_id: u8,
+    pub(crate) recover: bool,
+    pub(crate) system_path: &'a Path,
+    pub(crate) frame_size_max: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) root: RootSeed,
+}
+
+/// The consensus tick (Iggy's): every timeout becomes a whole number of these.
+pub(crate) const TICK: Duration = Duration::from_millis(10);
+
+/// Whole ticks of `duration`, rounded down, at least one.
+pub(crate) fn ticks(duration: Duration) -> u64 {
+    let ticks = duration.as_millis() / TICK.as_millis();
+    u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+}
+
+/// The replica state machine's timeouts from `[cluster]`. One retransmit interval serves
+/// prepares, view-change messages and repair here, so it is the shortest of Iggy's three.
+fn replica_config(settings: &ClusterSettings) -> vsr::Config {
+    let timeouts = &settings.timeouts;
+    let count = u8::try_from(settings.nodes.len()).unwrap_or(u8::MAX);
+    let mut config = vsr::Config::new(count);
+    config.commit_interval = ticks(timeouts.commit_broadcast_interval);
+    config.heartbeat_timeout = ticks(timeouts.heartbeat_timeout);
+    config.view_change_timeout = ticks(timeouts.view_change_status_timeout);
+    config.retransmit_interval = ticks(
+        timeouts
+            .prepare_retransmit_interval
+            .min(timeouts.view_change_retransmit_interval)
+            .min(timeouts.repair_retry_interval)
+            .min(timeouts.request_start_view_retransmit_interval),
+    );
+    config
+}
+
+fn replica_address(settings: &ClusterSettings, id: u8) -> Result<SocketAddr, ClusterError> {
+    let node = settings.node(id).ok_or(ClusterError::Address {
+        replica: id,
+        address: "none".into(),
+    })?;
+    let ip: IpAddr = node.ip.parse().map_err(|_not_ip| ClusterError::Address {
+        replica: id,
+        address: node.ip.clone(),
+    })?;
+    let port = node.ports.tcp_replica.unwrap_or(0);
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// Starts this node's replica on the current runtime: opens its log, binds the replica
+/// port, dials the peers and turns replication on in `server` (an empty server: the log
+/// rebuilds it).
+pub(crate) async fn start(
+    server: &Rc<Server>,
+    start: ClusterStart<'_>,
+) -> Result<(), ClusterError> {
+    let settings = start.settings;
+    if settings.tls {
+        return Err(ClusterError::Tls);
+    }
+    let id = start.replica_id;
+    let cluster = cluster_id(&settings.name);
+    let (replica, wal, out) = open_replica(&start, cluster).await?;
+    let mut peers = Vec::new();
+    for node in settings.nodes.iter().filter(|node| node.replica_id != id) {
+        peers.push((node.replica_id, replica_address(settings, node.replica_id)?));
+    }
+    let bus = Rc::new(BusConfig {
+        replica: id,
+        cluster,
+        peers,
+        secrets: settings
+            .auth
+            .as_ref()
+            .map(|auth| Secrets::new(&auth.current, auth.previous.as_deref())),
+        frame_size_max: start.frame_size_max,
+        handshake_timeout: start.handshake_timeout,
+    });
+    let (outbound, messages) = start_bus(settings, &bus).await?;
+    let status = Arc::new(ClusterStatus::default());
+    let (submissions_tx, submissions) = mpsc::bounded_async(SUBMISSIONS_MAX);
+    server.set_replication(Replication::new(id, Arc::clone(&status), submissions_tx));
+    let mut driver = Driver {
+        replica,
+        wal,
+        server: Rc::clone(server),
+        outbound,
+        cluster,
+        status,
+        client: u128::from(random_u64()) << 64 | u128::from(random_u64()),
+        next_request: 1,
+        pending: HashMap::new(),
+        started: Instant::now(),
+        root: Some(start.root),
+        root_asked: Rc::new(Cell::new(false)),
+        published: None,
+    };
+    // Published before any request is served, so none reads the status's defaults.
+    driver.publish();
+    compio::runtime::spawn(driver.run(messages, submissions, out)).detach();
+    Ok(())
+}
+
+/// Opens `cluster/` and the replica on it: resumed from its log, recovering from its peers
+/// (a lost disk: `--recover`, or a recovery a crash interrupted), or formatted (a new node).
+async fn open_replica(
+    start: &ClusterStart<'_>,
+    cluster: u128,
+) -> Result<(Replica, wal::Wal, Outbox), ClusterError> {
+    let id = start.replica_id;
+    let directory = start.system_path.join("cluster");
+    let log_error = |source| ClusterError::Log {
+        path: directory.clone(),
+        source,
+    };
+    let opened = wal::Wal::open(&directory).await.map_err(log_error)?;
+    if let Some(superblock) = &opened.superblock
+        && (superblock.cluster != cluster || superblock.replica != id)
+    {
+        return Err(ClusterError::Foreign {
+            path: directory,
+            found: superblock.replica,
+        });
+    }
+    let config = replica_config(start.settings);
+    let mut out = Outbox::new();
+    let replica = match (&opened.superblock, start.recover) {
+        (Some(superblock), false) if !superblock.recovering => {
+            let durable = vsr::Durable {
+                view: superblock.view,
+                log_view: superblock.log_view,
+                log: opened.log,
+                recovering: false,
+            };
+            let (view, ops) = (superblock.view, durable.log.len());
+            log::info!("cluster: replica {id} opens its log (view {view}, {ops} ops)");
+            Replica::open(config, id, durable, 0, &mut out)
+        }
+        (Some(_), _) | (None, true) => {
+            log::warn!("cluster: replica {id} recovers its state from the other replicas");
+            Replica::recover(config, id, 0, random_u64(), &mut out)
+        }
+        (None, false) => {
+            log::info!("cluster: replica {id} formats a new log");
+            let superblock = vsr::journal::Superblock {
+                cluster,
+                replica: id,
+                view: 0,
+                log_view: 0,
+                recovering: false,
+            };
+            opened.wal.persist(&superblock).map_err(log_error)?;
+            Replica::format(config, id)
+        }
+    };
+    Ok((replica, opened.wal, out))
+}
+
+/// Binds the replica port, accepts the peers' connections (their frames decoded into the
+/// returned queue) and dials every peer.
+async fn start_bus(
+    settings: &ClusterSettings,
+    bus: &Rc<BusConfig>,
+) -> Result<(Outbound, AsyncRx<mpsc::Array<Message>>), ClusterError> {
+    let address = replica_address(settings, bus.replica)?;
+    let listener = transport::listen::bind(address)
+        .await
+        .map_err(|source| ClusterError::Bind { address, source })?;
+    log::info!(
+        "cluster: replica {} listens for replicas on {address}",
+        bus.replica
+    );
+    let (messages_tx, messages) = mpsc::bounded_async(MESSAGES_MAX);
+    let cluster = bus.cluster;
+    let deliver = Rc::new(
+        move |from: u8, frame: Vec<u8>| match vsr::wire::decode(&frame) {
+            Ok((message, frame_cluster)) if frame_cluster == cluster => {
+                if message.sender().is_some_and(|sender| sender != from) {
+                    return false;
+                }
+                // A full queue drops the message: the protocol retransmits.
+                let _ = messages_tx.try_send(message);
+                true
+            }
+            Ok(_) | Err(_) => false,
+        },
+    );
+    compio::runtime::spawn(transport::replica::accept(
+        listener,
+        Rc::clone(bus),
+        deliver,
+    ))
+    .detach();
+    Ok((transport::replica::dial(bus), messages))
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // A failing system RNG leaves zeros: the nonce and client id then only lose uniqueness
+    // across restarts, which the replica tolerates (a stale answer is ignored by view).
+    let _ = getrandom::fill(&mut bytes);
+    u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ticks;
+
+    #[test]
+    fn durations_round_down_to_whole_ticks_of_at_least_one() {
+        assert_eq!(ticks(Duration::from_millis(5)), 1);
+        assert_eq!(ticks(Duration::from_millis(259)), 25);
+        assert_eq!(ticks(Duration::from_secs(5)), 500);
+    }
+}
