@@ -411,8 +411,9 @@ pub enum Applied {
     Metadata { commit: u64 },
     /// A batch appended, and the op that appended it (the committed-result marker's).
     Appended(SendConfirmations, u64),
-    /// An offset stored, or deleted (`false`: there was none to delete).
-    Offset(bool),
+    /// An offset stored, or deleted (`false`: there was none to delete), and the op that did
+    /// it (the committed-result marker's).
+    Offset(bool, u64),
     /// The session a login registered.
     Session(u64),
 }

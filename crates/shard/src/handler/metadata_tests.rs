@@ -27,11 +27,11 @@ use crate::outcome::Outcome;
 use crate::refusal::{Missing, Protected, Refusal, Taken};
 use crate::server::{Server, ServerInfo};
 
-const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
+pub(super) const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 
 /// A server on a fresh directory with the root user (`iggy`/`secret`), removed on drop.
-struct Fixture {
-    server: std::rc::Rc<Server>,
+pub(super) struct Fixture {
+    pub(super) server: std::rc::Rc<Server>,
     root: PathBuf,
 }
 
@@ -41,7 +41,7 @@ impl Drop for Fixture {
     }
 }
 
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let root = std::env::temp_dir().join(format!(
         "shard-handler-tests-{}-{}",
@@ -66,7 +66,7 @@ fn fixture() -> Fixture {
 }
 
 /// A connection logged in as `user_id` in `dialect`.
-fn connection(server: &Server, user_id: u32, dialect: Dialect) -> Connection {
+pub(super) fn connection(server: &Server, user_id: u32, dialect: Dialect) -> Connection {
     let mut connection =
         server.open_connection("127.0.0.1:5000".parse().unwrap(), TransportKind::Tcp);
     connection.dialect = dialect;
@@ -79,7 +79,7 @@ fn connection(server: &Server, user_id: u32, dialect: Dialect) -> Connection {
 }
 
 /// Dispatches `body` as `code`, then decodes the reply as the SDK would.
-async fn call<T: for<'a> Codec<'a>>(
+pub(super) async fn call<T: for<'a> Codec<'a>>(
     server: &Server,
     connection: &mut Connection,
     code: CommandCode,
@@ -111,7 +111,7 @@ async fn call<T: for<'a> Codec<'a>>(
     }
 }
 
-fn decode<T: for<'a> Codec<'a>>(payload: &[u8], dialect: Dialect) -> T {
+pub(super) fn decode<T: for<'a> Codec<'a>>(payload: &[u8], dialect: Dialect) -> T {
     proto::codec::decode_exact(payload, dialect).unwrap()
 }
 
@@ -119,22 +119,22 @@ fn name(text: &str) -> WireName {
     WireName::new(text).unwrap()
 }
 
-fn id(text: &str) -> Identifier {
+pub(super) fn id(text: &str) -> Identifier {
     Identifier::name(text).unwrap()
 }
 
-fn code(refusal: Refusal) -> u32 {
+pub(super) fn code(refusal: Refusal) -> u32 {
     refusal.code().as_u32()
 }
 
-async fn root_user(server: &Server) {
+pub(super) async fn root_user(server: &Server) {
     let created = server
         .ensure_root_user("iggy", hash_password("secret").unwrap())
         .await;
     assert_eq!(created, Ok(true));
 }
 
-fn create_topic(stream: &str, topic: &str, partitions_count: u32) -> CreateTopic {
+pub(super) fn create_topic(stream: &str, topic: &str, partitions_count: u32) -> CreateTopic {
     CreateTopic {
         stream_id: id(stream),
         partitions_count,

@@ -24,6 +24,8 @@ pub(crate) mod update_resource;
 pub(crate) mod users;
 
 #[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
 mod metadata_tests;
 
 use proto::codes::CommandCode;

@@ -79,12 +79,21 @@ async fn store_offset(
                 forward_only: false,
             };
             let synced = offsets_synced(server, plan.key);
-            replication.submit(&op, synced).await.map(|_| ())
+            match replication.submit(&op, synced).await {
+                Ok(crate::cluster::Applied::Offset(_, op)) => Ok(op),
+                Ok(_) => Err(Refusal::Internal),
+                Err(refusal) => Err(refusal),
+            }
         }
-        None => (server.data.store_offset(&plan, offset).await).map_err(|error| error.refusal()),
+        None => (server.data.store_offset(&plan, offset).await)
+            .map(|()| 0)
+            .map_err(|error| error.refusal()),
     };
+    // The committed-result marker lets a client whose first attempt's answer was lost (its
+    // node killed) trust the retry's answer at once (§1.5); without it the SDK holds the
+    // session's lane until its 30 s budget ends, stalling every other call of the session.
     match stored {
-        Ok(()) => Outcome::value(operation, Empty, commit),
+        Ok(op) => Outcome::value(operation, Empty, commit).committed(op),
         Err(refusal) => Outcome::refused(operation, refusal, commit),
     }
 }
@@ -112,16 +121,20 @@ async fn delete_offset(
             };
             let synced = offsets_synced(server, plan.key);
             match replication.submit(&op, synced).await {
-                Ok(crate::cluster::Applied::Offset(deleted)) => Ok(deleted),
+                Ok(crate::cluster::Applied::Offset(deleted, op)) => Ok((deleted, op)),
                 Ok(_) => Err(Refusal::Internal),
                 Err(refusal) => Err(refusal),
             }
         }
-        None => (server.data.delete_offset(&plan).await).map_err(|error| error.refusal()),
+        None => (server.data.delete_offset(&plan).await)
+            .map(|deleted| (deleted, 0))
+            .map_err(|error| error.refusal()),
     };
     match deleted {
-        Ok(true) => Outcome::value(operation, Empty, commit),
-        Ok(false) => Outcome::refused(operation, Refusal::Missing(Missing::ConsumerOffset), commit),
+        Ok((true, op)) => Outcome::value(operation, Empty, commit).committed(op),
+        Ok((false, _)) => {
+            Outcome::refused(operation, Refusal::Missing(Missing::ConsumerOffset), commit)
+        }
         Err(refusal) => Outcome::refused(operation, refusal, commit),
     }
 }

@@ -28,6 +28,26 @@ impl From<Outcome> for Handled {
     }
 }
 
+/// Logs a refused request at debug level: what a client was told, to follow its retries.
+fn log_refusal(connection: &Connection, outcome: &Outcome) {
+    if !log::log_enabled!(log::Level::Debug) {
+        return;
+    }
+    let Outcome::Reply(reply) = outcome else {
+        return;
+    };
+    let ((Some(refusal), _) | (None, crate::outcome::Body::Refused(refusal))) =
+        (&reply.status, &reply.body)
+    else {
+        return;
+    };
+    log::debug!(
+        "client {}: {:?} refused: {refusal:?}",
+        connection.client_number,
+        reply.operation
+    );
+}
+
 impl Server {
     /// Handles one request frame from `connection`: `header` is the raw 256-byte header
     /// whose frame prefix the transport checked. A send's batch is copied out of `body`.
@@ -45,6 +65,7 @@ impl Server {
             }
         };
         self.note_user(connection);
+        log_refusal(connection, &outcome);
         outcome
     }
 
@@ -65,6 +86,7 @@ impl Server {
             }
         };
         self.note_user(connection);
+        log_refusal(connection, &outcome);
         outcome
     }
 

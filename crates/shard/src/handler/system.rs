@@ -156,10 +156,16 @@ fn partition_route(
         .partitions
         .get(&request.partition_id)
         .ok_or(Refusal::Missing(Missing::Partition))?;
-    // The client keeps a route only while its view grows with each new primary (§2.9).
-    let (view, primary_replica) = server.replication().map_or((0, 0), |replication| {
-        (replication.status.view(), replication.status.primary())
-    });
+    // The client keeps a route only while its view grows with each new primary (§2.9), so
+    // only a node in normal operation names one: between views the primary it would name
+    // cannot serve yet, and a refusal there would fence the client off that view.
+    let (view, primary_replica) = match server.replication() {
+        None => (0, 0),
+        Some(replication) if replication.status.is_normal() => {
+            (replication.status.view(), replication.status.primary())
+        }
+        Some(_) => return Err(Refusal::NotAccepted),
+    };
     Ok(PartitionRoute {
         incarnation: partition.incarnation,
         metadata_op: metadata.commit,

@@ -63,13 +63,20 @@ impl Replication {
     }
 
     /// What a request that only the primary serves gets here, if this node is not it:
-    /// partition requests `89 NotPrimary` (the SDK re-routes), everything else
-    /// `58 TransientNotAccepted` (the SDK re-reads the roster and retries).
+    /// partition requests at a backup in normal operation `89 NotPrimary` (the SDK
+    /// re-routes), everything else `58 TransientNotAccepted` (the SDK re-reads the roster
+    /// and retries).
+    ///
+    /// A node between views (or recovering) answers `58` even to partition requests: the
+    /// SDK takes `89` as proof that the refusing node knows a view newer than the route
+    /// that named it, and from then on refuses every route of that view (§2.9). The
+    /// designated primary of a view still being changed would otherwise fence the clients
+    /// off the very view it is about to serve.
     pub fn refusal(&self, partition_plane: bool) -> Option<Refusal> {
         if self.is_primary() {
             return None;
         }
-        Some(if partition_plane {
+        Some(if partition_plane && self.status.is_normal() {
             Refusal::NotPrimary
         } else {
             Refusal::NotAccepted
@@ -157,11 +164,11 @@ impl Server {
                     .stored_offset(owner)
                     .is_some_and(|stored| stored >= offset);
                 if forward_only && behind {
-                    return Ok(Applied::Offset(true));
+                    return Ok(Applied::Offset(true, number));
                 }
                 let stored = handle.store_offset(owner, offset).await;
                 stored
-                    .map(|()| Applied::Offset(true))
+                    .map(|()| Applied::Offset(true, number))
                     .map_err(|source| DataError::Partition { key, source }.refusal())
             }
             ReplicatedOp::DeleteOffset { key, owner } => {
@@ -171,7 +178,7 @@ impl Server {
                     .ok_or(Refusal::Missing(Missing::Partition))?;
                 let deleted = handle.delete_offset(owner).await;
                 deleted
-                    .map(Applied::Offset)
+                    .map(|deleted| Applied::Offset(deleted, number))
                     .map_err(|source| DataError::Partition { key, source }.refusal())
             }
         }

@@ -1,0 +1,171 @@
+//! Cluster mode's answers that steer the SDK's failover, through [`super::dispatch`] with a
+//! stand-in for the replica driver that commits every submission at once: what a node
+//! between views says, what a backup says, and the committed-result marker on replicated
+//! offset changes (without which a retried call whose first answer was lost holds the
+//! client's session for the SDK's whole 30 s budget).
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use proto::Dialect;
+use proto::codec::encode_to_vec;
+use proto::codes::CommandCode;
+use proto::commands::Request;
+use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
+use proto::commands::offsets::{OffsetSelector, StoreConsumerOffset};
+use proto::commands::streams::CreateStream;
+use proto::header::RequestHeader;
+use proto::primitives::{AckLevel, Consumer, ConsumerKind, Identifier, OptionalPartition};
+
+use super::metadata_tests::{call, code, connection, create_topic, decode, fixture, id, root_user};
+use crate::cluster::{ClusterStatus, ReplicatedOp, entry_body};
+use crate::outcome::Outcome;
+use crate::refusal::Refusal;
+use crate::server::{Replication, Server};
+
+/// Turns cluster mode on for `server` as replica `replica_id`, with a driver stand-in that
+/// applies each submission as the next op; returns the status to publish views through.
+fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
+    let status = Arc::new(ClusterStatus::default());
+    let (submissions_tx, submissions) = crossfire::mpsc::bounded_async(8);
+    server.set_replication(Replication::new(
+        replica_id,
+        Arc::clone(&status),
+        submissions_tx,
+    ));
+    let applier = Rc::clone(server);
+    compio::runtime::spawn(async move {
+        let mut op = 100;
+        while let Ok(submission) = submissions.recv().await {
+            op += 1;
+            let decoded = entry_body(&submission.body).map(|(_, body)| ReplicatedOp::decode(body));
+            let Some(Ok(decoded)) = decoded else {
+                submission.reply.send(Err(Refusal::Internal));
+                continue;
+            };
+            let outcome = applier.apply_replicated(op, decoded).await;
+            submission.reply.send(outcome);
+        }
+    })
+    .detach();
+    status
+}
+
+fn store_offset(offset: u64) -> StoreConsumerOffset {
+    StoreConsumerOffset {
+        selector: OffsetSelector {
+            consumer: Consumer {
+                kind: ConsumerKind::Consumer,
+                id: Identifier::Numeric(7),
+            },
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            partition: OptionalPartition(Some(0)),
+        },
+        offset,
+        ack: AckLevel::Quorum,
+    }
+}
+
+fn route_request() -> GetPartitionRoute {
+    GetPartitionRoute {
+        stream_id: id("orders"),
+        topic_id: id("events"),
+        partition_id: 0,
+    }
+}
+
+/// `stream/topic` with two partitions, created before cluster mode is on.
+async fn orders(server: &Server) {
+    root_user(server).await;
+    let mut root = connection(server, 0, Dialect::V0_12_2);
+    let stream = CreateStream {
+        name: proto::codec::WireName::new("orders").unwrap(),
+        options: proto::primitives::OptionsBlock::default(),
+    };
+    call(server, &mut root, CommandCode::CreateStream, &stream)
+        .await
+        .unwrap();
+    let topic = create_topic("orders", "events", 2);
+    call(server, &mut root, CommandCode::CreateTopic, &topic)
+        .await
+        .unwrap();
+}
+
+#[test]
+fn a_replicated_offset_store_is_answered_with_its_committed_op() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let key = crate::data::PartitionKey {
+            stream_id: 0,
+            topic_id: 0,
+            partition_id: 0,
+        };
+        let append = ReplicatedOp::Append {
+            key,
+            now_us: 1,
+            producer: None,
+            batch: crate::data::tests::batch(5, None),
+        };
+        let replication = server.replication().unwrap();
+        let appended = replication.submit(&append, false).await;
+        assert!(
+            matches!(appended, Ok(crate::cluster::Applied::Appended(_, 101))),
+            "{appended:?}"
+        );
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let store = store_offset(3);
+        let encoded = encode_to_vec(&store, Dialect::V0_12_2);
+        let code = CommandCode::StoreConsumerOffset;
+        let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
+        header.code = code.as_u32().into();
+        // The same request twice, as after a lost answer: each is marked with the op that
+        // committed it, so the SDK can trust the retry's answer at once.
+        for expected_op in [102, 103] {
+            let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
+            let outcome = super::dispatch(server, &mut root, &header, request).await;
+            let Outcome::Reply(reply) = outcome else {
+                panic!("no reply: {outcome:?}");
+            };
+            assert_eq!(reply.status, None);
+            assert_eq!(reply.committed_op, expected_op);
+        }
+    });
+}
+
+#[test]
+fn between_views_routes_and_partition_requests_are_refused_as_transient() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 1);
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let replication = server.replication().unwrap();
+
+        // Replica 1 is the designated primary of view 1, still changing views: a route
+        // naming it, or a `89` from it, would fence the SDK off view 1 for good.
+        status.publish(1, 1, false, 0b101, false);
+        let asked = route_request();
+        let route = call(server, &mut root, CommandCode::GetPartitionRoute, &asked).await;
+        assert_eq!(route, Err(code(Refusal::NotAccepted)));
+        assert_eq!(replication.refusal(true), Some(Refusal::NotAccepted));
+        assert_eq!(replication.refusal(false), Some(Refusal::NotAccepted));
+
+        // A backup in normal operation names its primary and sends partition requests there.
+        status.publish(3, 0, true, 0b101, true);
+        let route = call(server, &mut root, CommandCode::GetPartitionRoute, &asked).await;
+        let route: PartitionRoute = decode(&route.unwrap().unwrap(), Dialect::V0_12_2);
+        assert_eq!((route.view, route.primary_replica), (3, 0));
+        assert_eq!(replication.refusal(true), Some(Refusal::NotPrimary));
+        assert_eq!(replication.refusal(false), Some(Refusal::NotAccepted));
+
+        // The primary in normal operation serves them.
+        status.publish(4, 1, true, 0b101, true);
+        assert_eq!(replication.refusal(true), None);
+    });
+}
