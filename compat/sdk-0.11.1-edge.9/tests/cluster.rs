@@ -262,6 +262,22 @@ fn faults_while_producing(restart_mid_run: bool) {
             progress_after(count(), "the backup resumed").await;
             cluster.nodes[0].kill();
             progress_after(count(), "the primary was killed").await;
+            // A metadata change on the same session, once producing resumed, is served by
+            // the new primary (its reply marked committed with the op that made it).
+            let started = Instant::now();
+            let created = tokio::time::timeout(
+                Duration::from_secs(10),
+                client.create_stream("after-failover", &StreamCreateOptions::default()),
+            )
+            .await;
+            assert!(
+                matches!(created, Ok(Ok(_))),
+                "create a stream after the failover: {created:?}"
+            );
+            eprintln!(
+                "a stream created after the failover in {:?}",
+                started.elapsed()
+            );
             pause(2).await;
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

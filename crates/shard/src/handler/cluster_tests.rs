@@ -169,3 +169,34 @@ fn between_views_routes_and_partition_requests_are_refused_as_transient() {
         assert_eq!(replication.refusal(true), None);
     });
 }
+
+#[test]
+fn a_replicated_metadata_change_is_answered_with_its_op_as_commit_and_marker() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let before = server.commit_number();
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let stream = CreateStream {
+            name: proto::codec::WireName::new("audit").unwrap(),
+            options: proto::primitives::OptionsBlock::default(),
+        };
+        let code = CommandCode::CreateStream;
+        let encoded = encode_to_vec(&stream, Dialect::V0_12_2);
+        let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
+        header.code = code.as_u32().into();
+        let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
+        let outcome = super::dispatch(server, &mut root, &header, request).await;
+        let Outcome::Reply(reply) = outcome else {
+            panic!("no reply: {outcome:?}");
+        };
+        assert_eq!(reply.status, None);
+        // The first op the stand-in driver commits is 101: the metadata's commit jumps to it.
+        assert!(before < 101);
+        assert_eq!((reply.commit, reply.committed_op), (101, 101));
+        assert_eq!(server.commit_number(), 101);
+    });
+}

@@ -83,14 +83,21 @@ impl Call {
             Ok(op) => op,
             Err(refusal) => return self.reject(server, refusal),
         };
-        if let Err(refusal) = server.commit(op).await {
-            return self.reject(server, refusal);
-        }
+        let commit = match server.commit(op).await {
+            Ok(commit) => commit,
+            Err(refusal) => return self.reject(server, refusal),
+        };
         let built = {
             let metadata = server.metadata.borrow();
             payload(&metadata, &DataFigures(&server.data))
         };
         match built {
+            // Cluster mode: the reply names the op that committed the change and carries the
+            // committed-result marker, so a client whose first attempt's answer was lost
+            // settles its retry at once instead of after its whole budget (§1.5).
+            Some(reply) if server.replication().is_some() => {
+                Outcome::value(self.operation, reply, commit).committed(commit)
+            }
             Some(reply) => self.answer(server, reply),
             // The op applied, so what it created exists; a miss is a bug, not the client's.
             None => self.reject(server, Refusal::Internal),

@@ -39,6 +39,8 @@ pub enum ApplyError {
     TooManyPartitions { count: u32, max: u32 },
     #[error("the commit counter is exhausted")]
     CommitExhausted,
+    #[error("commit {commit} is not above the current {current}")]
+    CommitNotAbove { commit: u64, current: u64 },
 }
 
 impl Metadata {
@@ -48,6 +50,20 @@ impl Metadata {
             .commit
             .checked_add(1)
             .ok_or(ApplyError::CommitExhausted)?;
+        self.apply_at(op, commit)
+    }
+
+    /// Applies `op` as commit number `commit`, which must be above the current one; on
+    /// error nothing changed. Cluster mode numbers each metadata commit by its op in the
+    /// replica log, the same on every node, so a reply's commit names the op that made it
+    /// (the committed-result marker, PROTOCOL.md §1.5, requires `op == commit`).
+    pub fn apply_at(&mut self, op: &MetadataOp, commit: u64) -> Result<(), ApplyError> {
+        if commit <= self.commit {
+            return Err(ApplyError::CommitNotAbove {
+                commit,
+                current: self.commit,
+            });
+        }
         match op {
             MetadataOp::CreateStream { .. }
             | MetadataOp::UpdateStream { .. }

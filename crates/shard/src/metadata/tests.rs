@@ -351,3 +351,24 @@ fn deleting_partitions_removes_the_highest_ids() {
     assert!(too_many.apply(&op).is_err());
     assert_eq!(too_many, metadata);
 }
+
+#[test]
+fn apply_at_takes_only_a_commit_above_the_current_one() {
+    let create = |id: u32, name: &str| MetadataOp::CreateStream {
+        id,
+        name: name.into(),
+        created_at: 0,
+        options: OptionsBlock::default(),
+    };
+    let mut metadata = Metadata::default();
+    metadata.apply_at(&create(0, "a"), 40).unwrap();
+    assert_eq!(metadata.commit, 40);
+    let before = metadata.clone();
+    for stale in [0, 39, 40] {
+        let refused = metadata.apply_at(&create(1, "b"), stale);
+        assert!(matches!(refused, Err(ApplyError::CommitNotAbove { .. })));
+        assert_eq!(metadata, before, "a refused op changes nothing");
+    }
+    metadata.apply(&create(1, "b")).unwrap();
+    assert_eq!(metadata.commit, 41);
+}

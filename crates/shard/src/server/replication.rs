@@ -130,7 +130,7 @@ impl Server {
                 bind_secret,
                 token,
             } => self.register_replicated(number, client_id, user_id, bind_secret, token),
-            ReplicatedOp::Metadata(op) => self.apply_metadata(op).await,
+            ReplicatedOp::Metadata(op) => self.apply_metadata(number, op).await,
             ReplicatedOp::Append {
                 key,
                 now_us,
@@ -208,9 +208,11 @@ impl Server {
             })
     }
 
-    async fn apply_metadata(&self, op: MetadataOp) -> Result<Applied, Refusal> {
+    /// Applies the metadata change committed as op `number`, which becomes the metadata's
+    /// commit number.
+    async fn apply_metadata(&self, number: u64, op: MetadataOp) -> Result<Applied, Refusal> {
         let mut next = Metadata::clone(&self.metadata.borrow());
-        if let Err(error) = next.apply(&op) {
+        if let Err(error) = next.apply_at(&op, number) {
             log::info!("metadata: committed {} does not apply: {error}", op.kind());
             return Err(Refusal::Internal);
         }
