@@ -51,6 +51,23 @@ fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
     status
 }
 
+/// Dispatches `body` as `code` on `connection` and returns the reply, as the edge gets it.
+async fn reply_to<T: for<'a> proto::Codec<'a>>(
+    server: &Server,
+    connection: &mut crate::connection::Connection,
+    code: CommandCode,
+    body: &T,
+) -> crate::outcome::Reply {
+    let encoded = encode_to_vec(body, Dialect::V0_12_2);
+    let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
+    header.code = code.as_u32().into();
+    let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
+    match super::dispatch(server, connection, &header, request).await {
+        Outcome::Reply(reply) => reply,
+        outcome => panic!("{code:?}: no reply: {outcome:?}"),
+    }
+}
+
 fn store_offset(offset: u64) -> StoreConsumerOffset {
     StoreConsumerOffset {
         selector: OffsetSelector {
@@ -118,19 +135,11 @@ fn a_replicated_offset_store_is_answered_with_its_committed_op() {
             "{appended:?}"
         );
         let mut root = connection(server, 0, Dialect::V0_12_2);
-        let store = store_offset(3);
-        let encoded = encode_to_vec(&store, Dialect::V0_12_2);
-        let code = CommandCode::StoreConsumerOffset;
-        let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
-        header.code = code.as_u32().into();
         // The same request twice, as after a lost answer: each is marked with the op that
         // committed it, so the SDK can trust the retry's answer at once.
         for expected_op in [102, 103] {
-            let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
-            let outcome = super::dispatch(server, &mut root, &header, request).await;
-            let Outcome::Reply(reply) = outcome else {
-                panic!("no reply: {outcome:?}");
-            };
+            let code = CommandCode::StoreConsumerOffset;
+            let reply = reply_to(server, &mut root, code, &store_offset(3)).await;
             assert_eq!(reply.status, None);
             assert_eq!(reply.committed_op, expected_op);
         }
@@ -184,15 +193,7 @@ fn a_replicated_metadata_change_is_answered_with_its_op_as_commit_and_marker() {
             name: proto::codec::WireName::new("audit").unwrap(),
             options: proto::primitives::OptionsBlock::default(),
         };
-        let code = CommandCode::CreateStream;
-        let encoded = encode_to_vec(&stream, Dialect::V0_12_2);
-        let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
-        header.code = code.as_u32().into();
-        let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
-        let outcome = super::dispatch(server, &mut root, &header, request).await;
-        let Outcome::Reply(reply) = outcome else {
-            panic!("no reply: {outcome:?}");
-        };
+        let reply = reply_to(server, &mut root, CommandCode::CreateStream, &stream).await;
         assert_eq!(reply.status, None);
         // The first op the stand-in driver commits is 101: the metadata's commit jumps to it.
         assert!(before < 101);
