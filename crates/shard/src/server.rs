@@ -308,6 +308,12 @@ impl Server {
     /// Applies an op the leader committed to this shard's replica and opens or closes the
     /// partitions it owns accordingly.
     pub async fn apply_committed(&self, op: &MetadataOp) -> Result<(), ReplicaError> {
+        // Cluster mode numbers commits by replica-log op, which this count would not follow;
+        // it runs one shard, so no other shard ever follows a commit there.
+        debug_assert!(
+            self.replication().is_none(),
+            "a follower shard in cluster mode"
+        );
         let next = {
             let mut metadata = self.metadata.borrow_mut();
             Rc::make_mut(&mut metadata).apply(op)?;

@@ -173,6 +173,19 @@ fn between_views_routes_and_partition_requests_are_refused_as_transient() {
         assert_eq!(replication.refusal(true), Some(Refusal::NotPrimary));
         assert_eq!(replication.refusal(false), Some(Refusal::NotAccepted));
 
+        // A stream it does not know is no final answer while it still applies the log.
+        let unknown = GetPartitionRoute {
+            stream_id: id("later"),
+            ..route_request()
+        };
+        status.publish(3, 0, true, 0b101, false);
+        let route = call(server, &mut root, CommandCode::GetPartitionRoute, &unknown).await;
+        assert_eq!(route, Err(code(Refusal::NotAccepted)));
+        status.publish(3, 0, true, 0b101, true);
+        let route = call(server, &mut root, CommandCode::GetPartitionRoute, &unknown).await;
+        let missing = Refusal::Missing(crate::refusal::Missing::Stream);
+        assert_eq!(route, Err(code(missing)));
+
         // The primary in normal operation serves them.
         status.publish(4, 1, true, 0b101, true);
         assert_eq!(replication.refusal(true), None);

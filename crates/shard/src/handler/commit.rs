@@ -12,7 +12,7 @@ use crate::connection::Connection;
 use crate::data::{DataPlane, PartitionKey};
 use crate::metadata::responses::{PartitionFigures, PartitionStats};
 use crate::metadata::{Metadata, MetadataOp, User};
-use crate::outcome::{Outcome, ReplyValue};
+use crate::outcome::{Body, Outcome, ReplyValue};
 use crate::refusal::Refusal;
 use crate::server::Server;
 
@@ -92,16 +92,29 @@ impl Call {
             payload(&metadata, &DataFigures(&server.data))
         };
         match built {
-            // Cluster mode: the reply names the op that committed the change and carries the
-            // committed-result marker, so a client whose first attempt's answer was lost
-            // settles its retry at once instead of after its whole budget (§1.5).
-            Some(reply) if server.replication().is_some() => {
-                Outcome::value(self.operation, reply, commit).committed(commit)
+            Some(reply) => {
+                committed_reply(server, self.operation, Body::Value(Box::new(reply)), commit)
             }
-            Some(reply) => self.answer(server, reply),
             // The op applied, so what it created exists; a miss is a bug, not the client's.
             None => self.reject(server, Refusal::Internal),
         }
+    }
+}
+
+/// The successful reply to a metadata change committed as `commit`. In cluster mode it names
+/// that commit (the change's replica-log op) and carries the committed-result marker, so a
+/// client whose first attempt's answer was lost settles its retry at once instead of after
+/// its whole budget (§1.5); elsewhere it reports the current commit.
+pub(super) fn committed_reply(
+    server: &Server,
+    operation: Operation,
+    body: Body,
+    commit: u64,
+) -> Outcome {
+    if server.replication().is_some() {
+        Outcome::with_body(operation, body, commit).committed(commit)
+    } else {
+        Outcome::with_body(operation, body, server.commit_number())
     }
 }
 

@@ -43,7 +43,9 @@ pub(crate) async fn handle(
                 .map(|groups| Body::Value(Box::new(groups)))
         }
         Request::CreateConsumerGroup(create) => {
-            create_group(server, &create.stream_id, &create.topic_id, &create.name).await
+            let created =
+                create_group(server, &create.stream_id, &create.topic_id, &create.name).await;
+            return committed_or_refused(server, operation, created, commit);
         }
         Request::DeleteConsumerGroup(delete) => {
             let key = {
@@ -55,20 +57,19 @@ pub(crate) async fn handle(
                     &delete.group_id,
                 )
             };
-            match key.and_then(|key| key) {
+            let deleted = match key.and_then(|key| key) {
                 Ok(key) => {
                     let op = MetadataOp::DeleteConsumerGroup {
                         stream_id: key.stream_id,
                         topic_id: key.topic_id,
                         id: key.group_id,
                     };
-                    server
-                        .commit(op)
-                        .await
-                        .map(|_| Body::Value(Box::new(Empty)))
+                    let committed = server.commit(op).await;
+                    committed.map(|commit| (Body::Value(Box::new(Empty)), commit))
                 }
                 Err(refusal) => Err(refusal),
-            }
+            };
+            return committed_or_refused(server, operation, deleted, commit);
         }
         request @ (Request::JoinConsumerGroup(_)
         | Request::LeaveConsumerGroup(_)
@@ -77,6 +78,20 @@ pub(crate) async fn handle(
     };
     match result {
         Ok(body) => Outcome::with_body(operation, body, commit),
+        Err(refusal) => Outcome::refused(operation, refusal, commit),
+    }
+}
+
+/// The answer to a group created or deleted: its body and the commit that made it, or the
+/// refusal at `commit`, the one before the request.
+fn committed_or_refused(
+    server: &Server,
+    operation: Operation,
+    result: Result<(Body, u64), Refusal>,
+    commit: u64,
+) -> Outcome {
+    match result {
+        Ok((body, committed)) => super::commit::committed_reply(server, operation, body, committed),
         Err(refusal) => Outcome::refused(operation, refusal, commit),
     }
 }
@@ -215,7 +230,7 @@ async fn create_group(
     stream: &Identifier,
     topic: &Identifier,
     name: &WireName,
-) -> Result<Body, Refusal> {
+) -> Result<(Body, u64), Refusal> {
     let op = {
         let metadata = server.metadata.borrow();
         let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
@@ -243,7 +258,7 @@ async fn create_group(
     else {
         return Err(Refusal::Internal);
     };
-    server.commit(op.clone()).await?;
+    let commit = server.commit(op.clone()).await?;
     let metadata = server.metadata.borrow();
     let key = GroupKey {
         stream_id,
@@ -251,5 +266,5 @@ async fn create_group(
         group_id: id,
     };
     let details = details(&metadata, &server.data, key).ok_or(Refusal::Internal)?;
-    Ok(Body::Value(Box::new(details)))
+    Ok((Body::Value(Box::new(details)), commit))
 }

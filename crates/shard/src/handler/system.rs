@@ -146,16 +146,6 @@ fn partition_route(
     user_id: Option<u32>,
     request: &GetPartitionRoute,
 ) -> Result<PartitionRoute, Refusal> {
-    let stream = metadata.stream(&request.stream_id)?;
-    let topic = stream.topic(&request.topic_id)?;
-    let user = user_id
-        .and_then(|id| metadata.users.get(&id))
-        .ok_or(Refusal::Unauthenticated)?;
-    permissions::require(permissions::can_route(user, stream.id, topic.id))?;
-    let partition = topic
-        .partitions
-        .get(&request.partition_id)
-        .ok_or(Refusal::Missing(Missing::Partition))?;
     // The client keeps a route only while its view grows with each new primary (§2.9), so
     // only a node in normal operation names one: between views the primary it would name
     // cannot serve yet, and a refusal there would fence the client off that view.
@@ -166,13 +156,42 @@ fn partition_route(
         }
         Some(_) => return Err(Refusal::NotAccepted),
     };
+    // A node still applying the log may not know the stream yet: its miss is not final,
+    // and the SDK takes a miss from the node its roster names Leader as final.
+    let lagging = server
+        .replication()
+        .is_some_and(|replication| !replication.is_caught_up());
+    let found = route_target(metadata, user_id, request);
+    let (incarnation, partitions_count) = match found {
+        Err(Refusal::Missing(_)) if lagging => return Err(Refusal::NotAccepted),
+        found => found?,
+    };
     Ok(PartitionRoute {
-        incarnation: partition.incarnation,
+        incarnation,
         metadata_op: metadata.commit,
         view,
-        partitions_count: topic.partitions_count(),
+        partitions_count,
         primary_replica,
     })
+}
+
+/// The routed partition's incarnation and its topic's partition count, if the user may route.
+fn route_target(
+    metadata: &Metadata,
+    user_id: Option<u32>,
+    request: &GetPartitionRoute,
+) -> Result<(u64, u32), Refusal> {
+    let stream = metadata.stream(&request.stream_id)?;
+    let topic = stream.topic(&request.topic_id)?;
+    let user = user_id
+        .and_then(|id| metadata.users.get(&id))
+        .ok_or(Refusal::Unauthenticated)?;
+    permissions::require(permissions::can_route(user, stream.id, topic.id))?;
+    let partition = topic
+        .partitions
+        .get(&request.partition_id)
+        .ok_or(Refusal::Missing(Missing::Partition))?;
+    Ok((partition.incarnation, topic.partitions_count()))
 }
 
 /// `GET_CLIENT(S)` and `GET_STATS` need `read_servers` or `manage_servers` (§4.1).

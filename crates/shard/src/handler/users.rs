@@ -149,11 +149,13 @@ async fn change_password(
         // `validate::change_password` builds nothing else.
         _ => return call.reject(server, Refusal::Internal),
     };
-    if let Err(refusal) = server.commit(op).await {
-        return call.reject(server, refusal);
-    }
+    let commit = match server.commit(op).await {
+        Ok(commit) => commit,
+        Err(refusal) => return call.reject(server, refusal),
+    };
     server.end_sessions_of(user_id, changer);
-    call.answer(server, Empty)
+    let empty = crate::outcome::Body::Value(Box::new(Empty));
+    super::commit::committed_reply(server, call.operation, empty, commit)
 }
 
 /// A stand-in for the hash in a first validation, which only decides whether hashing is

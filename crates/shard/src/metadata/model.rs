@@ -10,8 +10,9 @@ use segment::log::Durability;
 pub struct Metadata {
     pub streams: BTreeMap<u32, Stream>,
     pub users: BTreeMap<u32, User>,
-    /// Operations applied so far: the metadata commit number clients see (`commit`,
-    /// `metadata_op`), and the source of partition incarnations.
+    /// The metadata commit number clients see (`commit`, `metadata_op`), and the source of
+    /// partition incarnations: operations applied so far, or in cluster mode the replica-log
+    /// op of the last change applied (`Metadata::apply_at`).
     pub commit: u64,
 }
 
