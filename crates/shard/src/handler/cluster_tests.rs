@@ -8,18 +8,16 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use proto::Dialect;
-use proto::codec::encode_to_vec;
 use proto::codes::CommandCode;
-use proto::commands::Request;
 use proto::commands::messages::{GetPartitionRoute, PartitionRoute};
 use proto::commands::offsets::{OffsetSelector, StoreConsumerOffset};
 use proto::commands::streams::CreateStream;
-use proto::header::RequestHeader;
 use proto::primitives::{AckLevel, Consumer, ConsumerKind, Identifier, OptionalPartition};
 
-use super::metadata_tests::{call, code, connection, create_topic, decode, fixture, id, root_user};
+use super::metadata_tests::{
+    call, code, connection, create_topic, decode, fixture, id, name, reply_to, root_user,
+};
 use crate::cluster::{ClusterStatus, ReplicatedOp, entry_body};
-use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::{Replication, Server};
 
@@ -51,23 +49,6 @@ fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
     status
 }
 
-/// Dispatches `body` as `code` on `connection` and returns the reply, as the edge gets it.
-async fn reply_to<T: for<'a> proto::Codec<'a>>(
-    server: &Server,
-    connection: &mut crate::connection::Connection,
-    code: CommandCode,
-    body: &T,
-) -> crate::outcome::Reply {
-    let encoded = encode_to_vec(body, Dialect::V0_12_2);
-    let mut header = RequestHeader::new(super::metadata_tests::CLIENT, code.operation(), 0);
-    header.code = code.as_u32().into();
-    let request = Request::decode(code, &encoded, Dialect::V0_12_2).unwrap();
-    match super::dispatch(server, connection, &header, request).await {
-        Outcome::Reply(reply) => reply,
-        outcome => panic!("{code:?}: no reply: {outcome:?}"),
-    }
-}
-
 fn store_offset(offset: u64) -> StoreConsumerOffset {
     StoreConsumerOffset {
         selector: OffsetSelector {
@@ -97,7 +78,7 @@ async fn orders(server: &Server) {
     root_user(server).await;
     let mut root = connection(server, 0, Dialect::V0_12_2);
     let stream = CreateStream {
-        name: proto::codec::WireName::new("orders").unwrap(),
+        name: name("orders"),
         options: proto::primitives::OptionsBlock::default(),
     };
     call(server, &mut root, CommandCode::CreateStream, &stream)
@@ -203,7 +184,7 @@ fn a_replicated_metadata_change_is_answered_with_its_op_as_commit_and_marker() {
         status.publish(0, 0, true, 0b110, true);
         let mut root = connection(server, 0, Dialect::V0_12_2);
         let stream = CreateStream {
-            name: proto::codec::WireName::new("audit").unwrap(),
+            name: name("audit"),
             options: proto::primitives::OptionsBlock::default(),
         };
         let reply = reply_to(server, &mut root, CommandCode::CreateStream, &stream).await;

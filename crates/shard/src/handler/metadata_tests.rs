@@ -78,6 +78,24 @@ pub(super) fn connection(server: &Server, user_id: u32, dialect: Dialect) -> Con
     connection
 }
 
+/// Dispatches `body` as `code` and returns the reply as the edge gets it.
+pub(super) async fn reply_to<T: for<'a> Codec<'a>>(
+    server: &Server,
+    connection: &mut Connection,
+    code: CommandCode,
+    body: &T,
+) -> crate::outcome::Reply {
+    let encoded = encode_to_vec(body, connection.dialect);
+    let mut header = RequestHeader::new(CLIENT, code.operation(), encoded.len());
+    header.code = code.as_u32().into();
+    let request = Request::decode(code, &encoded, connection.dialect).unwrap();
+    let outcome = super::dispatch(server, connection, &header, request).await;
+    let Outcome::Reply(reply) = outcome else {
+        panic!("{code:?}: no reply: {outcome:?}");
+    };
+    reply
+}
+
 /// Dispatches `body` as `code`, then decodes the reply as the SDK would.
 pub(super) async fn call<T: for<'a> Codec<'a>>(
     server: &Server,
@@ -85,15 +103,8 @@ pub(super) async fn call<T: for<'a> Codec<'a>>(
     code: CommandCode,
     body: &T,
 ) -> Result<Option<Vec<u8>>, u32> {
-    let encoded = encode_to_vec(body, connection.dialect);
     let operation = code.operation();
-    let mut header = RequestHeader::new(CLIENT, operation, encoded.len());
-    header.code = code.as_u32().into();
-    let request = Request::decode(code, &encoded, connection.dialect).unwrap();
-    let outcome = super::dispatch(server, connection, &header, request).await;
-    let Outcome::Reply(reply) = outcome else {
-        panic!("{code:?}: no reply: {outcome:?}");
-    };
+    let reply = reply_to(server, connection, code, body).await;
     assert_eq!(reply.operation, operation, "{code:?} echoes its operation");
     let body = reply.encode_body(connection.dialect);
     if reply.status_code() != 0 {
@@ -115,7 +126,7 @@ pub(super) fn decode<T: for<'a> Codec<'a>>(payload: &[u8], dialect: Dialect) -> 
     proto::codec::decode_exact(payload, dialect).unwrap()
 }
 
-fn name(text: &str) -> WireName {
+pub(super) fn name(text: &str) -> WireName {
     WireName::new(text).unwrap()
 }
 
