@@ -86,18 +86,19 @@ impl Entry {
 /// How many entries at the start of `log` form a chain: ops 1, 2, 3 … each intact and naming
 /// its predecessor's checksum.
 pub(crate) fn chain_length(log: &[Entry]) -> usize {
-    let mut parent = ROOT_CHECKSUM;
+    chain_length_from(log, 1, ROOT_CHECKSUM)
+}
+
+/// How many entries at the start of `log` form a chain from op `first`, the first naming
+/// `head` as its parent.
+pub(crate) fn chain_length_from(log: &[Entry], first: Op, head: Checksum) -> usize {
+    let mut parent = head;
     for (index, entry) in log.iter().enumerate() {
-        let expected = u64::try_from(index).map_or(Op::MAX, |index| index.saturating_add(1));
+        let expected = u64::try_from(index).map_or(Op::MAX, |index| index.saturating_add(first));
         if entry.op != expected || entry.parent != parent || !entry.is_intact() {
             return index;
         }
         parent = entry.checksum;
     }
     log.len()
-}
-
-/// Whether all of `log` is a chain.
-pub(crate) fn is_chain(log: &[Entry]) -> bool {
-    chain_length(log) == log.len()
 }

@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::wire::{put_entry, read_entry};
-use crate::{Entry, ReplicaId, View};
+use crate::{Entry, Op, ReplicaId, View};
 
 const RECORD_MAGIC: [u8; 4] = *b"VSRL";
 const SUPERBLOCK_MAGIC: [u8; 4] = *b"VSRS";
@@ -42,6 +42,11 @@ pub fn encode_record(entry: &Entry, out: &mut Vec<u8>) {
 /// The intact records at the start of `bytes`, in op order from 1, and how many bytes they
 /// take (where the next append goes; anything after is a torn tail to truncate).
 pub fn scan(bytes: &[u8]) -> (Vec<Entry>, usize) {
+    scan_from(bytes, 1)
+}
+
+/// As [`scan`], for bytes that start at the record of op `first` (a range read back).
+pub fn scan_from(bytes: &[u8], first: Op) -> (Vec<Entry>, usize) {
     let mut entries: Vec<Entry> = Vec::new();
     let mut used = 0;
     let mut rest = bytes;
@@ -51,7 +56,7 @@ pub fn scan(bytes: &[u8]) -> (Vec<Entry>, usize) {
         };
         let expected_op = u64::try_from(entries.len())
             .unwrap_or(u64::MAX)
-            .saturating_add(1);
+            .saturating_add(first);
         if entry.op != expected_op || !entry.is_intact() {
             break;
         }

@@ -21,11 +21,16 @@
 //!
 //! Bounded by design: replica sets are `u16` bitsets (at most [`REPLICAS_MAX`]), the pipeline
 //! holds at most [`PIPELINE_MAX`] uncommitted ops, a repair request covers at most
-//! [`REPAIR_PREPARES_MAX`] ops and the client table at most [`CLIENTS_MAX`] clients.
+//! [`REPAIR_PREPARES_MAX`] ops and the client table at most [`CLIENTS_MAX`] clients. Memory
+//! holds only the log above what is both applied and written (and [`EVICT_SLACK`] ops more):
+//! older entries are read back from disk ([`Effect::SendPrepares`]) for a lagging replica,
+//! and view changes and recovery carry only the log after the sender's commit (a
+//! [`Suffix`]); a replica missing committed ops below it fetches them from the sender
+//! before it takes the log.
 //!
-//! Not yet here (issue 13 lists them): log repair by headers
-//! instead of whole logs in `DoViewChange` and `StartView`, state transfer for a replica too far
-//! behind, and replica authentication.
+//! Not yet here (issue 13 lists them): checkpoints (a restarted replica reads and replays
+//! its whole log, and a replica rebuilding a lost disk holds the fetched log in memory until
+//! it has all of it), and state transfer for a replica too far behind.
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -33,6 +38,8 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+mod bounded;
+mod catch_up;
 mod client_table;
 mod config;
 mod entry;
@@ -47,7 +54,7 @@ pub mod wire;
 pub use client_table::ClientTable;
 pub use config::{Break, Config, quorum};
 pub use entry::{Checksum, Entry, Op, ROOT_CHECKSUM};
-pub use message::{Command, Message};
+pub use message::{Command, Message, Suffix};
 pub use outbox::{Completion, Effect, Outbox};
 pub use replica::{Durable, Replica, Status};
 
@@ -59,6 +66,10 @@ pub const PIPELINE_MAX: usize = 64;
 pub const REQUEST_QUEUE_MAX: usize = 256;
 /// Ops one `RequestPrepares` asks for (and one answer sends).
 pub const REPAIR_PREPARES_MAX: u64 = 32;
+/// Applied and written entries a replica keeps in memory beyond what it needs (to resend
+/// recent prepares without a disk read); older ones are dropped and read back from the
+/// durable log when a lagging replica asks for them.
+pub const EVICT_SLACK: u64 = 16;
 /// Clients the table remembers; the one that committed least recently is forgotten first.
 pub const CLIENTS_MAX: usize = 1024;
 
@@ -74,6 +85,8 @@ const _: () = assert!(PIPELINE_MAX <= REQUEST_QUEUE_MAX);
 
 #[cfg(test)]
 mod journal_tests;
+#[cfg(test)]
+mod suffix_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

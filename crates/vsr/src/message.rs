@@ -3,7 +3,45 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::{Entry, Op, ReplicaId, View};
+use crate::entry::chain_length_from;
+use crate::{Checksum, Entry, Op, ReplicaId, View};
+
+/// A log after its committed prefix: the entries of ops `commit + 1 ..`, chained to `head`,
+/// the checksum of the entry at `commit` ([`crate::ROOT_CHECKSUM`] for 0). View changes and
+/// recovery carry this rather than a whole log, so their size is bounded by the ops not yet
+/// committed, not by the data; a replica that lacks committed ops below it fetches them
+/// with `RequestPrepares` (any replica serves its committed ops).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suffix {
+    /// An op the sender knows committed, and holds.
+    pub commit: Op,
+    pub head: Checksum,
+    pub entries: Vec<Entry>,
+}
+
+impl Suffix {
+    /// The last op of the log this suffix ends.
+    pub fn op(&self) -> Op {
+        let count = Op::try_from(self.entries.len()).unwrap_or(Op::MAX);
+        self.commit.saturating_add(count)
+    }
+
+    /// Whether the entries are ops `commit + 1 ..` in order, each intact and chained from
+    /// `head`.
+    pub fn is_chain(&self) -> bool {
+        let first = self.commit.saturating_add(1);
+        chain_length_from(&self.entries, first, self.head) == self.entries.len()
+    }
+
+    /// The checksum of the entry at `op`, if this suffix names it (`head` at `commit`).
+    pub fn checksum_at(&self, op: Op) -> Option<Checksum> {
+        if op == self.commit {
+            return Some(self.head);
+        }
+        let index = usize::try_from(op.checked_sub(self.commit)?.checked_sub(1)?).ok()?;
+        self.entries.get(index).map(|entry| entry.checksum)
+    }
+}
 
 /// A message to or from a replica. `replica` is always the sender.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,24 +73,24 @@ pub enum Message {
     },
     /// The sender has left every view below `view`.
     StartViewChange { view: View, replica: ReplicaId },
-    /// To `view`'s primary: the sender's log, the last view it was normal in, its commit.
+    /// To `view`'s primary: the sender's log after the ops it knows committed, and the last
+    /// view it was normal in.
     DoViewChange {
         view: View,
         replica: ReplicaId,
         log_view: View,
-        commit: Op,
-        log: Vec<Entry>,
+        log: Suffix,
     },
-    /// From `view`'s primary: the log of the new view and its commit number.
+    /// From `view`'s primary: the log of the new view after its commit number.
     StartView {
         view: View,
         replica: ReplicaId,
-        commit: Op,
-        log: Vec<Entry>,
+        log: Suffix,
     },
     /// Asks `view`'s primary for a `StartView` (a replica that missed it, or restarted).
     RequestStartView { view: View, replica: ReplicaId },
-    /// Asks `view`'s primary for its prepares `op_min..=op_max`.
+    /// Asks `view`'s primary for its prepares `op_min..=op_max`; any other replica answers
+    /// with those it knows committed.
     RequestPrepares {
         view: View,
         replica: ReplicaId,
@@ -61,12 +99,12 @@ pub enum Message {
     },
     /// From a replica that lost its disk: who is primary, and what is the log?
     Recovery { replica: ReplicaId, nonce: u64 },
-    /// The answer to `nonce`; only the primary of `view` sends its log and commit.
+    /// The answer to `nonce`; only the primary of `view` sends its log after its commit.
     RecoveryResponse {
         view: View,
         replica: ReplicaId,
         nonce: u64,
-        primary_state: Option<(Op, Vec<Entry>)>,
+        primary_state: Option<Suffix>,
     },
 }
 

@@ -17,6 +17,16 @@ pub enum Effect {
         log_view: View,
         recovering: bool,
     },
+    /// Send replica `to` the committed entries `op_min..=op_max`, read back from the durable
+    /// log (they are no longer in memory), each as a [`Message::Prepare`] of `view` from this
+    /// replica naming `commit`.
+    SendPrepares {
+        to: ReplicaId,
+        view: View,
+        commit: Op,
+        op_min: Op,
+        op_max: Op,
+    },
     /// Drop every durable entry above `op_min - 1`, then append `entries` (ops `op_min`…).
     /// Writes complete in the order they were issued, each as [`Completion::Written`].
     Write {

@@ -1,12 +1,10 @@
 //! A replica whose disk was lost (VRR §4.3): it has forgotten what it acknowledged and the
 //! view changes it voted in, so it neither acknowledges nor votes until a quorum of other
 //! replicas has answered its nonce, one of them the primary of the latest view they name,
-//! whose log it then takes.
+//! whose log it then takes: that primary sends its log after its commit, and the replica
+//! fetches the committed ops before it from the primary, then takes the whole.
 
-use alloc::vec::Vec;
-
-use crate::entry::is_chain;
-use crate::{Break, Config, Durable, Entry, Message, Op, Outbox, ReplicaId, Status, View};
+use crate::{Break, Config, Durable, Message, Outbox, ReplicaId, Status, Suffix, View};
 
 impl crate::Replica {
     /// A replica restarting without its disk (or with a disk marked `recovering`). `nonce`
@@ -27,6 +25,20 @@ impl crate::Replica {
     }
 
     pub(crate) fn tick_recovering(&mut self, out: &mut Outbox) {
+        if self.recovery_target.is_some() {
+            let stalled = self.catch_up.as_ref().is_none_or(|catch_up| {
+                self.now.saturating_sub(catch_up.progressed_at) >= self.config.view_change_timeout
+            });
+            if !stalled {
+                self.retransmit_fetch(out);
+                return;
+            }
+            // The primary stopped answering: ask everyone again (what was fetched is
+            // committed, and kept).
+            self.recovery_target = None;
+            self.recovery_answers.clear();
+            self.retransmitted_at = 0;
+        }
         if self.now.saturating_sub(self.retransmitted_at) >= self.config.retransmit_interval {
             self.retransmitted_at = self.now;
             self.broadcast(
@@ -43,7 +55,7 @@ impl crate::Replica {
         if self.status != Status::Normal {
             return;
         }
-        let primary_state = self.is_primary().then(|| (self.commit, self.log.clone()));
+        let primary_state = self.is_primary().then(|| self.suffix());
         let message = Message::RecoveryResponse {
             view: self.view,
             replica: self.id,
@@ -58,18 +70,20 @@ impl crate::Replica {
         view: View,
         replica: ReplicaId,
         nonce: u64,
-        primary_state: Option<&(Op, Vec<Entry>)>,
+        primary_state: Option<&Suffix>,
         out: &mut Outbox,
     ) {
-        if self.status != Status::Recovering || nonce != self.nonce {
+        if self.status != Status::Recovering
+            || nonce != self.nonce
+            || self.recovery_target.is_some()
+        {
             return;
         }
-        if let Some((commit, log)) = primary_state {
-            let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
-            if self.config.primary(view) != replica || *commit > length || !is_chain(log) {
-                self.invalid = self.invalid.saturating_add(1);
-                return;
-            }
+        if let Some(log) = primary_state
+            && (self.config.primary(view) != replica || !log.is_chain())
+        {
+            self.invalid = self.invalid.saturating_add(1);
+            return;
         }
         self.recovery_answers
             .retain(|(each, _, _)| *each != replica);
@@ -93,15 +107,39 @@ impl crate::Replica {
                     .then_some(state.as_ref())
                     .flatten()
             });
-        let Some((commit, log)) = state.cloned() else {
+        let Some(log) = state.cloned() else {
             return;
         };
         self.recovery_answers.clear();
-        self.view = latest;
-        self.status = Status::Normal;
-        self.replace_log(log, out);
-        self.heard_primary_at = self.now;
-        self.learn_commit(commit, out);
-        self.acknowledge(out);
+        self.recovery_target = Some((latest, log));
+        self.finish_recovery(out);
+    }
+
+    /// Takes the chosen primary's log once this replica holds every committed op before its
+    /// suffix; until then fetches them from that primary.
+    pub(crate) fn finish_recovery(&mut self, out: &mut Outbox) {
+        let Some((view, log)) = self.recovery_target.take() else {
+            return;
+        };
+        let (commit, target) = (log.commit, log.commit);
+        match self.assemble(log) {
+            Ok((from, entries)) => {
+                self.catch_up = None;
+                self.view = view;
+                self.status = Status::Normal;
+                self.replace_log(from, entries, out);
+                self.heard_primary_at = self.now;
+                self.learn_commit(commit, out);
+                self.acknowledge(out);
+            }
+            Err(log) => {
+                let primary = self.config.primary(view);
+                self.recovery_target = Some((view, log));
+                if !self.fetch(primary, target, out) {
+                    self.invalid = self.invalid.saturating_add(1);
+                    self.recovery_target = None;
+                }
+            }
+        }
     }
 }

@@ -5,11 +5,12 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::catch_up::CatchUp;
 use crate::entry::{ROOT_CHECKSUM, chain_length};
 use crate::{
-    Break, Checksum, ClientTable, Completion, Config, Effect, Entry, Message, Op, Outbox,
-    PIPELINE_MAX, REPAIR_PREPARES_MAX, REPLICAS_MAX, REQUEST_QUEUE_MAX, ReplicaId, ReplicaSet,
-    View,
+    Break, Checksum, ClientTable, Completion, Config, EVICT_SLACK, Effect, Entry, Message, Op,
+    Outbox, PIPELINE_MAX, REPAIR_PREPARES_MAX, REPLICAS_MAX, REQUEST_QUEUE_MAX, ReplicaId,
+    ReplicaSet, Suffix, View,
 };
 
 /// Where a replica is in the protocol.
@@ -49,13 +50,11 @@ pub(crate) struct Queued {
 pub(crate) struct Vote {
     pub(crate) replica: ReplicaId,
     pub(crate) log_view: View,
-    pub(crate) commit: Op,
-    pub(crate) log: Vec<Entry>,
+    pub(crate) log: Suffix,
 }
 
-/// A `RecoveryResponse` kept: its sender, its view and (from that view's primary) its commit
-/// and log.
-pub(crate) type RecoveryAnswer = (ReplicaId, View, Option<(Op, Vec<Entry>)>);
+/// A `RecoveryResponse` kept: its sender, its view and (from that view's primary) its log.
+pub(crate) type RecoveryAnswer = (ReplicaId, View, Option<Suffix>);
 
 /// One replica of a cluster: a pure state machine (see the crate docs).
 #[derive(Debug)]
@@ -80,8 +79,25 @@ pub struct Replica {
     /// on disk ends with once it is done.
     pub(crate) writes: VecDeque<(u64, Op, Checksum)>,
     pub(crate) write_next: u64,
-    /// Entries of ops `1..=log.len()`.
+    /// Ops `1..=base` are applied and written: no longer in memory (read back from disk for
+    /// a replica that asks for them).
+    pub(crate) base: Op,
+    /// The checksum of the entry at `base` ([`ROOT_CHECKSUM`] for 0).
+    pub(crate) base_checksum: Checksum,
+    /// Entries of ops `base + 1 ..= op`.
     pub(crate) log: Vec<Entry>,
+    /// Committed ops being fetched before a log can be taken: as a new primary whose log
+    /// does not reach the chosen log's suffix, or as a recovering replica.
+    pub(crate) catch_up: Option<CatchUp>,
+    /// A recovering replica's chosen answer: the latest view and its primary's log.
+    pub(crate) recovery_target: Option<(View, Suffix)>,
+    /// A backup's `StartView` log for `view`, taken once the fetch it waits on is done.
+    pub(crate) start_view_target: Option<Suffix>,
+    /// As a backup repairing its log: the last op of the latest `RequestPrepares`, when it
+    /// was sent, and the highest op known to exist beyond the log.
+    pub(crate) repair_requested: Op,
+    pub(crate) repair_requested_at: u64,
+    pub(crate) repair_wanted: Op,
     /// The highest op known committed (may run ahead of `log` on a lagging backup).
     pub(crate) commit: Op,
     /// The highest op handed to the state machine.
@@ -164,7 +180,15 @@ impl Replica {
             recovering_disk: false,
             writes: VecDeque::new(),
             write_next: 1,
+            base: 0,
+            base_checksum: ROOT_CHECKSUM,
             log: Vec::new(),
+            catch_up: None,
+            recovery_target: None,
+            start_view_target: None,
+            repair_requested: 0,
+            repair_requested_at: 0,
+            repair_wanted: 0,
             commit: 0,
             applied: 0,
             durable: 0,
@@ -219,7 +243,8 @@ impl Replica {
 
     /// The highest op in the log.
     pub fn op(&self) -> Op {
-        Op::try_from(self.log.len()).unwrap_or(Op::MAX)
+        let count = Op::try_from(self.log.len()).unwrap_or(Op::MAX);
+        self.base.saturating_add(count)
     }
 
     pub fn commit(&self) -> Op {
@@ -230,8 +255,14 @@ impl Replica {
         self.applied
     }
 
+    /// The entries in memory: ops `log_base() + 1 ..= op()`.
     pub fn log(&self) -> &[Entry] {
         &self.log
+    }
+
+    /// The ops up to here are applied, written, and dropped from memory.
+    pub fn log_base(&self) -> Op {
+        self.base
     }
 
     pub fn clients(&self) -> &ClientTable {
@@ -251,15 +282,25 @@ impl Replica {
         1 << replica
     }
 
+    /// The entry at `op`, if it is in memory.
     pub(crate) fn entry(&self, op: Op) -> Option<&Entry> {
-        let index = usize::try_from(op.checked_sub(1)?).ok()?;
+        let index = usize::try_from(op.checked_sub(self.base)?.checked_sub(1)?).ok()?;
         self.log.get(index)
+    }
+
+    /// The checksum of the entry at `op`, if this replica still knows it (ops from `base`).
+    pub(crate) fn checksum_at(&self, op: Op) -> Option<Checksum> {
+        if op == self.base {
+            Some(self.base_checksum)
+        } else {
+            self.entry(op).map(|entry| entry.checksum)
+        }
     }
 
     pub(crate) fn last_checksum(&self) -> Checksum {
         self.log
             .last()
-            .map_or(ROOT_CHECKSUM, |entry| entry.checksum)
+            .map_or(self.base_checksum, |entry| entry.checksum)
     }
 
     /// Every other replica.
@@ -293,11 +334,11 @@ impl Replica {
             }
             Message::Prepare {
                 view,
+                replica,
                 commit,
                 entry,
-                ..
             } => {
-                self.on_prepare(*view, *commit, entry, out);
+                self.on_prepare(*view, *replica, *commit, entry, out);
             }
             Message::PrepareOk { view, replica, op } => {
                 self.on_prepare_ok(*view, *replica, *op, out);
@@ -313,6 +354,7 @@ impl Replica {
             }
             _ => self.on_view_message(message, out),
         }
+        self.evict();
         self.invariants();
     }
 
@@ -326,12 +368,7 @@ impl Replica {
         };
         assert_eq!(first, id, "writes complete in the order they were issued");
         self.writes.pop_front();
-        let matches = if op == 0 {
-            checksum == ROOT_CHECKSUM
-        } else {
-            self.entry(op)
-                .is_some_and(|entry| entry.checksum == checksum)
-        };
+        let matches = self.checksum_at(op) == Some(checksum);
         if self.replacement == Some(id) {
             assert!(matches, "nothing replaces a log but a later replacement");
             self.replacement = None;
@@ -351,6 +388,7 @@ impl Replica {
                 }
             }
         }
+        self.evict();
         self.invariants();
     }
 
@@ -363,6 +401,7 @@ impl Replica {
             Status::ViewChange => self.tick_view_change(out),
             Status::Recovering => self.tick_recovering(out),
         }
+        self.evict();
         self.invariants();
     }
 
@@ -378,8 +417,11 @@ impl Replica {
         }
         if self.now.saturating_sub(self.retransmitted_at) >= self.config.retransmit_interval {
             self.retransmitted_at = self.now;
+            // Only what is in memory is resent unasked: a backup that lacks older ops asks for
+            // them (a gap, or a commit beyond its log), so a backup that is down costs no disk
+            // reads.
             for to in self.others() {
-                let acked = self.acked[usize::from(to)];
+                let acked = self.acked[usize::from(to)].max(self.base);
                 if acked < self.op() {
                     let last = self.op().min(acked.saturating_add(REPAIR_PREPARES_MAX));
                     self.send_prepares(to, acked.saturating_add(1), last, out);
@@ -396,8 +438,23 @@ impl Replica {
         }
     }
 
+    /// Sends replica `to` the prepares `first..=last`: those no longer in memory read back
+    /// from disk by the caller, the others from the log.
     pub(crate) fn send_prepares(&self, to: ReplicaId, first: Op, last: Op, out: &mut Outbox) {
-        for op in first..=last {
+        let first = first.max(1);
+        if first > last {
+            return;
+        }
+        if first <= self.base {
+            out.push(Effect::SendPrepares {
+                to,
+                view: self.view,
+                commit: self.commit,
+                op_min: first,
+                op_max: last.min(self.base),
+            });
+        }
+        for op in first.max(self.base.saturating_add(1))..=last {
             if let Some(entry) = self.entry(op) {
                 let message = Message::Prepare {
                     view: self.view,
@@ -481,8 +538,19 @@ impl Replica {
         self.op().saturating_sub(self.commit)
     }
 
-    fn on_prepare(&mut self, view: View, commit: Op, entry: &Entry, out: &mut Outbox) {
-        if !self.follows(view, out) {
+    fn on_prepare(
+        &mut self,
+        view: View,
+        sender: ReplicaId,
+        commit: Op,
+        entry: &Entry,
+        out: &mut Outbox,
+    ) {
+        if self.status != Status::Normal && self.on_fetched(sender, entry, out) {
+            return;
+        }
+        // Only a view's primary prepares; other replicas send prepares only to a fetch.
+        if sender != self.config.primary(view) || !self.follows(view, out) {
             return;
         }
         if entry.op > self.op().saturating_add(1) {
@@ -491,6 +559,9 @@ impl Replica {
             if entry.parent == self.last_checksum() && entry.is_intact() && entry.view <= view {
                 self.log.push(entry.clone());
                 self.write(entry.op, alloc::vec![entry.clone()], out);
+                if entry.op == self.repair_requested && self.repair_wanted > entry.op {
+                    self.request_prepares(self.repair_wanted, out);
+                }
             } else {
                 // The primary's log does not continue ours: ours is not this view's.
                 self.invalid = self.invalid.saturating_add(1);
@@ -530,6 +601,10 @@ impl Replica {
             self.invalid = self.invalid.saturating_add(1);
             return false;
         }
+        if view == self.view && self.status == Status::ViewChange && self.catch_up.is_some() {
+            // Fetching what this view's log needs: its StartView is on hand.
+            return false;
+        }
         if view > self.view || self.status == Status::ViewChange {
             out.send(
                 primary,
@@ -544,10 +619,19 @@ impl Replica {
         true
     }
 
-    fn request_prepares(&self, last: Op, out: &mut Outbox) {
+    /// Asks the primary for the ops after this replica's log, up to `last`: one batch at a
+    /// time (the next when the last op of this one arrives, or a retransmission interval
+    /// later), so a backup far behind does not ask for the same ops again with every
+    /// prepare it sees (each such ask may cost the primary a disk read).
+    pub(crate) fn request_prepares(&mut self, last: Op, out: &mut Outbox) {
+        self.repair_wanted = self.repair_wanted.max(last);
         let op_min = self.op().saturating_add(1);
+        let in_flight = self.repair_requested >= op_min
+            && self.now.saturating_sub(self.repair_requested_at) < self.config.retransmit_interval;
         let op_max = last.min(self.op().saturating_add(REPAIR_PREPARES_MAX));
-        if op_min <= op_max {
+        if op_min <= op_max && !in_flight {
+            self.repair_requested = op_max;
+            self.repair_requested_at = self.now;
             let primary = self.config.primary(self.view);
             let message = Message::RequestPrepares {
                 view: self.view,
@@ -582,10 +666,15 @@ impl Replica {
         op_max: Op,
         out: &mut Outbox,
     ) {
-        if self.status != Status::Normal || !self.is_primary() || view != self.view {
+        if self.status == Status::Recovering {
             return;
         }
-        let last = op_max.min(op_min.saturating_add(REPAIR_PREPARES_MAX - 1));
+        let mut last = op_max.min(op_min.saturating_add(REPAIR_PREPARES_MAX - 1));
+        // A view's primary serves its whole log; any other replica (to a new primary or a
+        // recovering replica fetching) only the ops it knows committed, valid in every view.
+        if self.status != Status::Normal || !self.is_primary() || view != self.view {
+            last = last.min(self.committed_prefix());
+        }
         self.send_prepares(to, op_min, last, out);
     }
 
@@ -650,17 +739,23 @@ impl Replica {
         }
     }
 
-    /// Replaces the log by `log`, the log of `self.view`, writing only where it differs from
-    /// ours; `log_view` becomes durable once that write completes (until then the disk holds
-    /// the log of the view it is labelled with, and this replica acknowledges nothing).
-    pub(crate) fn replace_log(&mut self, log: Vec<Entry>, out: &mut Outbox) {
-        let same = self
-            .log
+    /// Replaces the log by the log of `self.view`: this replica's ops up to `from - 1`, then
+    /// `entries`; writing only where it differs from ours; `log_view` becomes durable once
+    /// that write completes (until then the disk holds the log of the view it is labelled
+    /// with, and this replica acknowledges nothing).
+    pub(crate) fn replace_log(&mut self, from: Op, entries: Vec<Entry>, out: &mut Outbox) {
+        let floor = from.saturating_sub(1);
+        assert!(
+            floor >= self.base && floor <= self.op(),
+            "a new log continues ours from an op we hold"
+        );
+        let own = usize::try_from(floor - self.base).unwrap_or(usize::MAX);
+        let same = self.log[own..]
             .iter()
-            .zip(log.iter())
-            .take_while(|(a, b)| a.checksum == b.checksum);
-        let kept = same.count();
-        let kept_op = Op::try_from(kept).unwrap_or(Op::MAX);
+            .zip(entries.iter())
+            .take_while(|(a, b)| a.checksum == b.checksum)
+            .count();
+        let kept_op = floor.saturating_add(Op::try_from(same).unwrap_or(Op::MAX));
         if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
             // Broken: let the state machine see the replaced op again, for the checker.
             self.applied = self.applied.min(kept_op);
@@ -669,9 +764,13 @@ impl Replica {
             self.applied <= kept_op,
             "a view change replaced a committed op"
         );
-        let unchanged = kept == self.log.len() && kept == log.len();
+        let unchanged = same == self.log.len() - own && same == entries.len();
+        self.repair_requested = 0;
         self.durable = self.durable.min(kept_op);
-        self.log = log;
+        self.log.truncate(own + same);
+        let mut entries = entries;
+        let added = entries.split_off(same);
+        self.log.extend(added.iter().cloned());
         self.log_view = self.view;
         if (unchanged && self.replacement.is_none())
             || self.config.is_broken(Break::LogViewBeforeLog)
@@ -680,8 +779,7 @@ impl Replica {
         }
         self.persist(out);
         if !unchanged || self.replacement.is_some() {
-            let entries = self.log[kept..].to_vec();
-            let id = self.write(kept_op.saturating_add(1), entries, out);
+            let id = self.write(kept_op.saturating_add(1), added, out);
             self.replacement = Some(id);
         }
     }
@@ -702,16 +800,11 @@ impl Replica {
         let last_op = op_min
             .saturating_sub(1)
             .saturating_add(Op::try_from(entries.len()).unwrap_or(0));
-        let checksum = if last_op == 0 {
-            ROOT_CHECKSUM
-        } else {
-            self.entry(last_op)
-                .map_or(ROOT_CHECKSUM, |entry| entry.checksum)
-        };
         assert!(
-            last_op <= self.op(),
+            last_op <= self.op() && last_op >= self.base,
             "a write of entries the log does not hold"
         );
+        let checksum = self.checksum_at(last_op).unwrap_or(ROOT_CHECKSUM);
         self.writes.push_back((id, last_op, checksum));
         out.push(Effect::Write {
             id,
@@ -727,6 +820,21 @@ impl Replica {
         assert!(self.log_view_durable <= self.log_view);
         assert!(self.durable <= self.op());
         assert!(self.applied <= self.commit);
+        assert!(
+            self.base <= self.applied && self.base <= self.durable,
+            "only applied, written entries leave memory"
+        );
+        assert!(
+            self.applied.min(self.durable) <= self.base.saturating_add(EVICT_SLACK),
+            "memory holds only the log not yet applied and written, and the slack"
+        );
+        if let Some(first) = self.log.first() {
+            assert_eq!(
+                first.op,
+                self.base.saturating_add(1),
+                "the log starts after base"
+            );
+        }
         if self.status == Status::Normal {
             assert_eq!(
                 self.log_view, self.view,

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use crate::{
     Completion, Config, Durable, Effect, Entry, Message, Outbox, ROOT_CHECKSUM, Replica, Status,
+    Suffix,
 };
 
 fn request(client: u128, request: u64) -> Message {
@@ -142,8 +143,11 @@ fn invalid_messages_are_dropped_and_counted() {
     let start_view = Message::StartView {
         view: 3,
         replica: 2,
-        commit: 0,
-        log: vec![],
+        log: Suffix {
+            commit: 0,
+            head: ROOT_CHECKSUM,
+            entries: vec![],
+        },
     };
     replica.on_message(1, &start_view, &mut out);
     let broken = Entry::new(2, 0, 1, 1, ROOT_CHECKSUM, Arc::from(&b"x"[..]));
@@ -151,8 +155,11 @@ fn invalid_messages_are_dropped_and_counted() {
         view: 4,
         replica: 0,
         log_view: 0,
-        commit: 0,
-        log: vec![broken],
+        log: Suffix {
+            commit: 0,
+            head: ROOT_CHECKSUM,
+            entries: vec![broken],
+        },
     };
     replica.on_message(1, &do_view_change, &mut out);
     assert_eq!(replica.invalid(), 4);
@@ -252,8 +259,11 @@ fn a_shorter_view_log_is_labelled_only_after_the_cut_is_written() {
     let start_view = Message::StartView {
         view: 1,
         replica: 1,
-        commit: 0,
-        log: vec![first],
+        log: Suffix {
+            commit: 0,
+            head: ROOT_CHECKSUM,
+            entries: vec![first],
+        },
     };
     backup.on_message(1, &start_view, &mut out);
     let sent = effects(&mut out);

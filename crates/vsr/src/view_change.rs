@@ -1,9 +1,8 @@
 //! View changes: `StartViewChange`, `DoViewChange`, `StartView` (VRR §4.2), with the view made
 //! durable before the messages that promise it.
 
-use crate::entry::is_chain;
 use crate::replica::Vote;
-use crate::{Break, Entry, Message, Op, Outbox, REPLICAS_MAX, ReplicaId, Status, View};
+use crate::{Break, Message, Op, Outbox, REPLICAS_MAX, ReplicaId, Status, Suffix, View};
 
 impl crate::Replica {
     pub(crate) fn on_view_message(&mut self, message: &Message, out: &mut Outbox) {
@@ -15,18 +14,12 @@ impl crate::Replica {
                 view,
                 replica,
                 log_view,
-                commit,
                 log,
             } => {
-                self.on_do_view_change(*view, *replica, *log_view, *commit, log, out);
+                self.on_do_view_change(*view, *replica, *log_view, log, out);
             }
-            Message::StartView {
-                view,
-                replica,
-                commit,
-                log,
-            } => {
-                self.on_start_view(*view, *replica, *commit, log, out);
+            Message::StartView { view, replica, log } => {
+                self.on_start_view(*view, *replica, log, out);
             }
             Message::RequestStartView { view, replica } => {
                 self.on_request_start_view(*view, *replica, out);
@@ -63,6 +56,8 @@ impl crate::Replica {
         self.svc_from = Self::bit(self.id);
         self.dvc_sent = false;
         self.votes.clear();
+        self.catch_up = None;
+        self.start_view_target = None;
         self.queue.clear();
         self.persist(out);
         let message = Message::StartViewChange {
@@ -85,6 +80,7 @@ impl crate::Replica {
                 replica: self.id,
             };
             self.broadcast(&message, out);
+            self.retransmit_fetch(out);
             if self.dvc_sent && !self.is_primary() {
                 out.send(
                     self.config.primary(self.view),
@@ -124,8 +120,7 @@ impl crate::Replica {
             let own = Vote {
                 replica: self.id,
                 log_view: self.log_view,
-                commit: self.commit.min(self.op()),
-                log: self.log.clone(),
+                log: self.suffix(),
             };
             self.record_vote(own, out);
         } else {
@@ -136,15 +131,15 @@ impl crate::Replica {
         }
     }
 
-    /// This replica's `DoViewChange`. Its commit is capped at its log: a lagging backup may
-    /// have heard of commits beyond the ops it holds, and it vouches only for those it holds.
+    /// This replica's `DoViewChange`: its log after its committed prefix. That prefix is
+    /// capped at its log: a lagging backup may have heard of commits beyond the ops it holds,
+    /// and it vouches only for those it holds.
     fn do_view_change_message(&self) -> Message {
         Message::DoViewChange {
             view: self.view,
             replica: self.id,
             log_view: self.log_view,
-            commit: self.commit.min(self.op()),
-            log: self.log.clone(),
+            log: self.suffix(),
         }
     }
 
@@ -152,8 +147,7 @@ impl crate::Replica {
         Message::StartView {
             view: self.view,
             replica: self.id,
-            commit: self.commit,
-            log: self.log.clone(),
+            log: self.suffix(),
         }
     }
 
@@ -162,8 +156,7 @@ impl crate::Replica {
         view: View,
         replica: ReplicaId,
         log_view: View,
-        commit: Op,
-        log: &[Entry],
+        log: &Suffix,
         out: &mut Outbox,
     ) {
         if self.status == Status::Recovering
@@ -172,8 +165,7 @@ impl crate::Replica {
         {
             return;
         }
-        let commit_valid = commit <= Op::try_from(log.len()).unwrap_or(Op::MAX);
-        if log_view >= view || !commit_valid || !is_chain(log) {
+        if log_view >= view || !log.is_chain() {
             self.invalid = self.invalid.saturating_add(1);
             return;
         }
@@ -188,8 +180,7 @@ impl crate::Replica {
                 let vote = Vote {
                     replica,
                     log_view,
-                    commit,
-                    log: log.to_vec(),
+                    log: log.clone(),
                 };
                 self.record_vote(vote, out);
                 self.maybe_do_view_change(out);
@@ -209,23 +200,37 @@ impl crate::Replica {
     }
 
     /// As the new primary with a quorum of `DoViewChange`: the log of the most recent view, the
-    /// longest among those, becomes this view's; everyone hears it in a `StartView`.
-    fn start_view(&mut self, out: &mut Outbox) {
+    /// longest among those, becomes this view's; everyone hears it in a `StartView`. If this
+    /// replica's log does not reach that log's suffix, it first fetches the committed ops it
+    /// lacks from the suffix's sender (and comes back here when it has them).
+    pub(crate) fn start_view(&mut self, out: &mut Outbox) {
         let best = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
-            self.votes.iter().position(|vote| vote.replica == self.id)
+            self.votes.iter().find(|vote| vote.replica == self.id)
         } else {
-            let latest = self
-                .votes
+            self.votes
                 .iter()
-                .enumerate()
-                .max_by_key(|(_, v)| (v.log_view, v.log.len()));
-            latest.map(|(index, _)| index)
+                .max_by_key(|vote| (vote.log_view, vote.log.op()))
         };
         let Some(best) = best else { return };
-        let commit = self.votes.iter().map(|vote| vote.commit).max().unwrap_or(0);
-        // Taken, not copied: the votes are cleared below.
-        let log = self.votes.swap_remove(best).log;
-        let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
+        let commit = self
+            .votes
+            .iter()
+            .map(|vote| vote.log.commit)
+            .max()
+            .unwrap_or(0);
+        let (source, target) = (best.replica, best.log.commit);
+        // A suffix's entries share their bodies: the clone copies at most a pipeline of
+        // headers.
+        let Ok((from, entries)) = self.assemble(best.log.clone()) else {
+            if !self.fetch(source, target, out) {
+                // The chosen log contradicts ops this replica knows committed.
+                self.invalid = self.invalid.saturating_add(1);
+            }
+            return;
+        };
+        let length = from
+            .saturating_sub(1)
+            .saturating_add(Op::try_from(entries.len()).unwrap_or(Op::MAX));
         let commit = if self.config.is_broken(Break::ViewChangeKeepsOwnLog) {
             commit.min(length)
         } else {
@@ -233,7 +238,8 @@ impl crate::Replica {
         };
         assert!(commit <= length, "the chosen log holds every committed op");
         self.votes.clear();
-        self.replace_log(log, out);
+        self.catch_up = None;
+        self.replace_log(from, entries, out);
         self.status = Status::Normal;
         self.acked = [0; REPLICAS_MAX];
         if self.log_view_durable == self.view {
@@ -248,34 +254,65 @@ impl crate::Replica {
         self.try_commit(out);
     }
 
-    fn on_start_view(
-        &mut self,
-        view: View,
-        from: ReplicaId,
-        commit: Op,
-        log: &[Entry],
-        out: &mut Outbox,
-    ) {
+    /// A backup takes the new view's log: whole, never a prefix of it, since a replica labelled
+    /// with a view vouches in later view changes for every op that view started with. If its
+    /// own log does not reach the `StartView`'s suffix, it first fetches the committed ops it
+    /// lacks from the primary, between views (so a vote it casts meanwhile is its old log's).
+    fn on_start_view(&mut self, view: View, from: ReplicaId, log: &Suffix, out: &mut Outbox) {
         if self.status == Status::Recovering || view < self.view {
             return;
         }
         if view == self.view && self.status == Status::Normal {
             return;
         }
-        let length = Op::try_from(log.len()).unwrap_or(Op::MAX);
-        if self.config.primary(view) != from || commit > length || !is_chain(log) {
+        if self.config.primary(view) != from || !log.is_chain() {
             self.invalid = self.invalid.saturating_add(1);
             return;
         }
-        self.view = view;
-        self.replace_log(log.to_vec(), out);
-        self.status = Status::Normal;
-        self.queue.clear();
-        self.votes.clear();
-        self.heard_primary_at = self.now;
-        self.learn_commit(commit, out);
-        // Acknowledged now if nothing needed writing, else when the write completes.
-        self.acknowledge(out);
+        self.take_start_view(view, log.clone(), out);
+    }
+
+    /// Takes `view`'s log if this replica holds every op before its suffix; else leaves its
+    /// view for `view` (without a vote: the view has started) and fetches them.
+    pub(crate) fn take_start_view(&mut self, view: View, log: Suffix, out: &mut Outbox) {
+        let commit = log.commit;
+        match self.assemble(log) {
+            Ok((from, entries)) => {
+                self.view = view;
+                self.catch_up = None;
+                self.start_view_target = None;
+                self.replace_log(from, entries, out);
+                self.status = Status::Normal;
+                self.queue.clear();
+                self.votes.clear();
+                self.heard_primary_at = self.now;
+                self.learn_commit(commit, out);
+                // Acknowledged now if nothing needed writing, else when the write completes.
+                self.acknowledge(out);
+            }
+            Err(log) => {
+                if view > self.view || self.status == Status::Normal {
+                    self.view = view;
+                    self.status = Status::ViewChange;
+                    self.view_change_started_at = self.now;
+                    self.retransmitted_at = self.now;
+                    self.svc_from = Self::bit(self.id);
+                    // No vote for a view that has started; its retransmission (to the view's
+                    // primary, which answers with the `StartView` again) is the retry.
+                    self.dvc_sent = true;
+                    self.votes.clear();
+                    self.queue.clear();
+                    self.persist(out);
+                }
+                let primary = self.config.primary(view);
+                self.start_view_target = Some(log);
+                if !self.fetch(primary, commit, out) {
+                    // The view's log contradicts ops this replica knows committed.
+                    self.invalid = self.invalid.saturating_add(1);
+                    self.start_view_target = None;
+                }
+            }
+        }
     }
 
     fn on_request_start_view(&mut self, view: View, replica: ReplicaId, out: &mut Outbox) {

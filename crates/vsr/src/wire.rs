@@ -28,23 +28,25 @@
 //! | `PrepareOk` (7) | op @0 | — |
 //! | `Commit` (9) | commit @0 | — |
 //! | `StartViewChange` (10), `RequestStartView` (17) | — | — |
-//! | `DoViewChange` (11) | log view @0, commit @8, count @16 | entries |
-//! | `StartView` (12) | commit @8, count @16 | entries |
+//! | `DoViewChange` (11) | log view @0, commit @8, count @16, head @24 | entries ² |
+//! | `StartView` (12) | commit @8, count @16, head @24 | entries ² |
 //! | `RequestPrepares` (18) | op min @0, op max @8 | — |
 //! | `Recovery` (200) | nonce @0 | — |
-//! | `RecoveryResponse` (201) | nonce @0, has state (u8) @8, commit @16, count @24 | entries |
+//! | `RecoveryResponse` (201) | nonce @0, has state (u8) @8, commit @16, count @24, head @32 | entries ² |
 //!
 //! ¹ The entry's payload; its other fields are in the header (`sum` is its checksum).
+//! ² A [`Suffix`]: the entries of ops `commit + 1 ..` in order; `head` (u128) is the checksum
+//! of the entry at `commit`.
 //!
 //! An entry in a body: op u64, view u32, client u128, request u64, parent u128, checksum
-//! u128, body length u32, then its body; the entries of a log are ops 1, 2, 3 … in order.
+//! u128, body length u32, then its body.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::{Command, Entry, Message, REPLICAS_MAX};
+use crate::{Command, Entry, Message, Op, REPLICAS_MAX, Suffix};
 
 /// Bytes in every header.
 pub const HEADER_SIZE: usize = 256;
@@ -120,10 +122,13 @@ pub(crate) fn put_entry(body: &mut Vec<u8>, entry: &Entry) {
     body.extend_from_slice(&entry.body);
 }
 
-fn put_entries(header: &mut [u8; HEADER_SIZE], at: usize, body: &mut Vec<u8>, log: &[Entry]) {
-    let count = u32::try_from(log.len()).unwrap_or(u32::MAX);
-    put(header, at, &count.to_le_bytes());
-    for entry in log {
+/// A suffix's commit, count and head at `at`, `at + 8` and `at + 16`; its entries in the body.
+fn put_suffix(header: &mut [u8; HEADER_SIZE], at: usize, body: &mut Vec<u8>, log: &Suffix) {
+    let count = u32::try_from(log.entries.len()).unwrap_or(u32::MAX);
+    put(header, at, &log.commit.to_le_bytes());
+    put(header, at + 8, &count.to_le_bytes());
+    put(header, at + 16, &log.head.to_le_bytes());
+    for entry in &log.entries {
         put_entry(body, entry);
     }
 }
@@ -195,22 +200,14 @@ fn encode_view_change(
             view,
             replica,
             log_view,
-            commit,
             log,
         } => {
             put(h, 128, &log_view.to_le_bytes());
-            put(h, 136, &commit.to_le_bytes());
-            put_entries(h, 144, body, log);
+            put_suffix(h, 136, body, log);
             (*view, *replica)
         }
-        Message::StartView {
-            view,
-            replica,
-            commit,
-            log,
-        } => {
-            put(h, 136, &commit.to_le_bytes());
-            put_entries(h, 144, body, log);
+        Message::StartView { view, replica, log } => {
+            put_suffix(h, 136, body, log);
             (*view, *replica)
         }
         Message::Recovery { replica, nonce } => {
@@ -224,10 +221,9 @@ fn encode_view_change(
             primary_state,
         } => {
             put(h, 128, &nonce.to_le_bytes());
-            if let Some((commit, log)) = primary_state {
+            if let Some(log) = primary_state {
                 put(h, 136, &[1]);
-                put(h, 144, &commit.to_le_bytes());
-                put_entries(h, 152, body, log);
+                put_suffix(h, 144, body, log);
             }
             (*view, *replica)
         }
@@ -294,7 +290,18 @@ impl Frame<'_> {
         }
     }
 
-    fn entries(&self, count_at: usize) -> Result<Vec<Entry>, WireError> {
+    /// The suffix whose commit, count and head are at `at`, `at + 8`, `at + 16`.
+    fn suffix(&self, at: usize) -> Result<Suffix, WireError> {
+        let commit = self.u64(at);
+        Ok(Suffix {
+            commit,
+            head: self.u128(at + 16),
+            entries: self.entries(at + 8, commit.saturating_add(1))?,
+        })
+    }
+
+    /// The body's entries, `count_at` giving their count; ops `first ..` in order.
+    fn entries(&self, count_at: usize, first: Op) -> Result<Vec<Entry>, WireError> {
         let count = usize::try_from(self.u32(count_at)).unwrap_or(usize::MAX);
         // Each entry takes at least ENTRY_FIXED bytes: no count beyond what the body holds
         // is allocated for.
@@ -305,7 +312,7 @@ impl Frame<'_> {
         let mut rest = self.body;
         for index in 0..count {
             let (entry, after) = read_entry(rest).ok_or(WireError::Entry(index))?;
-            let expected = u64::try_from(index).map_or(0, |index| index.saturating_add(1));
+            let expected = u64::try_from(index).map_or(0, |index| index.saturating_add(first));
             if !entry.is_intact() || entry.op != expected {
                 return Err(WireError::Entry(index));
             }
@@ -473,23 +480,20 @@ fn decode_view_change(
             }
         }
         11 => {
-            f.reserved_zero(&[(128, 4), (136, 8), (144, 4)])?;
-            let log = f.entries(144)?;
+            f.reserved_zero(&[(128, 4), (136, 8), (144, 4), (152, 16)])?;
             Message::DoViewChange {
                 view,
                 replica,
                 log_view: f.u32(128),
-                commit: f.u64(136),
-                log,
+                log: f.suffix(136)?,
             }
         }
         12 => {
-            f.reserved_zero(&[(136, 8), (144, 4)])?;
+            f.reserved_zero(&[(136, 8), (144, 4), (152, 16)])?;
             Message::StartView {
                 view,
                 replica,
-                commit: f.u64(136),
-                log: f.entries(144)?,
+                log: f.suffix(136)?,
             }
         }
         200 if view == 0 => {
@@ -514,8 +518,8 @@ fn decode_recovery_response(f: &Frame<'_>, view: u32, replica: u8) -> Result<Mes
             None
         }
         1 => {
-            f.reserved_zero(&[(128, 9), (144, 8), (152, 4)])?;
-            Some((f.u64(144), f.entries(152)?))
+            f.reserved_zero(&[(128, 9), (144, 8), (152, 4), (160, 16)])?;
+            Some(f.suffix(144)?)
         }
         _ => return Err(WireError::Reserved(136)),
     };

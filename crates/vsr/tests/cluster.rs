@@ -50,6 +50,9 @@ fn seeds_keep_every_committed_op_and_make_progress() {
         totals.wipes += summary.wipes;
         totals.partitions += summary.partitions;
         totals.views = totals.views.max(summary.views);
+        totals.disk_reads += summary.disk_reads;
+        totals.fetched += summary.fetched;
+        totals.evicted += summary.evicted;
     }
     println!("{totals:?}");
 }

@@ -10,7 +10,7 @@ pub mod rng;
 
 use std::sync::Arc;
 
-use vsr::{Break, Completion, Config, Effect, Message, Outbox, Replica, Status};
+use vsr::{Break, Completion, Config, Effect, Entry, Message, Outbox, Replica, Status};
 
 use checker::Checker;
 use disk::Disk;
@@ -110,6 +110,12 @@ pub struct Summary {
     pub wipes: u64,
     pub partitions: u64,
     pub views: u32,
+    /// Prepares read back from a disk (ops dropped from memory).
+    pub disk_reads: u64,
+    /// Prepares sent by a replica other than their view's primary: answers to a fetch.
+    pub fetched: u64,
+    /// Ops dropped from memory at the end, summed over replicas.
+    pub evicted: u64,
     pub ticks: u64,
     pub trace: u64,
 }
@@ -236,21 +242,37 @@ impl World {
         })
     }
 
+    /// A replica's whole log: the ops it dropped from memory, from its disk, then the rest.
+    fn whole_log(node: &Node) -> Result<Vec<Entry>, String> {
+        let replica = node
+            .replica
+            .as_ref()
+            .ok_or("every replica is up after healing")?;
+        let base = usize::try_from(replica.log_base()).unwrap();
+        let mut log = node
+            .disk
+            .durable
+            .log
+            .get(..base)
+            .ok_or(format!("replica {} lost ops below {base}", replica.id()))?
+            .to_vec();
+        log.extend_from_slice(replica.log());
+        Ok(log)
+    }
+
     fn finish(&mut self) -> Result<Summary, String> {
+        let mut logs = Vec::new();
         for node in &self.nodes {
-            let replica = node
-                .replica
-                .as_ref()
-                .expect("every replica is up after healing");
-            self.checker.agrees(replica.log(), replica.commit())?;
+            let log = Self::whole_log(node)?;
+            let commit = node.replica.as_ref().map_or(0, Replica::commit);
+            self.checker.agrees(&log, commit)?;
+            self.summary.evicted += node.replica.as_ref().map_or(0, Replica::log_base);
+            logs.push(log);
         }
         for (client, request, op) in self.checker.replies.clone() {
             // Every acknowledged request is still in every replica's log at its op.
-            for node in &self.nodes {
-                let entry = node
-                    .replica
-                    .as_ref()
-                    .and_then(|r| r.log().get(usize::try_from(op - 1).unwrap()));
+            for log in &logs {
+                let entry = log.get(usize::try_from(op - 1).unwrap());
                 if !entry.is_some_and(|e| e.client == client && e.request == request) {
                     return Err(format!("acknowledged {client}/{request} at op {op} lost"));
                 }
@@ -438,6 +460,11 @@ impl World {
         for effect in out.drain() {
             match effect {
                 Effect::Send { to, message } => {
+                    if let Message::Prepare { view, .. } = &message
+                        && self.config.primary(*view) != from
+                    {
+                        self.summary.fetched += 1;
+                    }
                     self.network.send(
                         &mut self.rng,
                         self.now,
@@ -464,6 +491,34 @@ impl World {
                     self.nodes[index]
                         .disk
                         .write(self.now, latency, id, op_min, entries);
+                }
+                Effect::SendPrepares {
+                    to,
+                    view,
+                    commit,
+                    op_min,
+                    op_max,
+                } => {
+                    // Ops the replica dropped from memory are applied and written: on disk.
+                    self.summary.disk_reads += op_max - op_min + 1;
+                    for op in op_min..=op_max {
+                        let disk = &self.nodes[index].disk.durable.log;
+                        let Some(entry) = disk.get(usize::try_from(op - 1).unwrap()) else {
+                            return Err(format!("replica {index} has no op {op} on disk"));
+                        };
+                        let message = Message::Prepare {
+                            view,
+                            replica: from,
+                            commit,
+                            entry: entry.clone(),
+                        };
+                        self.network.send(
+                            &mut self.rng,
+                            self.now,
+                            Some(from),
+                            &Packet::ToReplica { to, message },
+                        );
+                    }
                 }
                 Effect::Commit { entry } => self.checker.commit(index, &entry)?,
                 Effect::Reply {
