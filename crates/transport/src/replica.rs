@@ -32,6 +32,9 @@ const HEADER_SIZE: usize = 256;
 const SIZE_AT: usize = 48;
 /// Frames waiting for one peer; more are dropped until it takes them.
 pub const PEER_QUEUE_MAX: usize = 1024;
+/// Bytes waiting for one peer (a frame into an empty queue is always taken, whatever its
+/// size): a peer that is down or slow costs at most this much memory.
+pub const PEER_QUEUE_BYTES_MAX: usize = 64 << 20;
 /// Accepted connections at once: two per peer leaves room for a reconnect racing the old.
 const INBOUND_PER_PEER: usize = 2;
 const REDIAL_PAUSE_MIN: Duration = Duration::from_millis(50);
@@ -70,23 +73,28 @@ pub struct Outbound {
 #[derive(Debug, Default)]
 struct PeerQueue {
     frames: RefCell<VecDeque<Vec<u8>>>,
+    /// The bytes of `frames`.
+    bytes: Cell<usize>,
     ready: event_listener::Event,
     dropped: Cell<u64>,
     connected: Cell<bool>,
 }
 
 impl Outbound {
-    /// Queues `frame` for replica `to`; drops it when that peer's queue is full or `to` is no
-    /// peer (the protocol retransmits what matters).
+    /// Queues `frame` for replica `to`; drops it when that peer's queue is full (in frames
+    /// or bytes) or `to` is no peer (the protocol retransmits what matters).
     pub fn send(&self, to: u8, frame: Vec<u8>) {
         let Some((_, queue)) = self.queues.iter().find(|(id, _)| *id == to) else {
             return;
         };
         let mut frames = queue.frames.borrow_mut();
-        if frames.len() >= PEER_QUEUE_MAX {
+        let bytes = queue.bytes.get().saturating_add(frame.len());
+        let over_bytes = bytes > PEER_QUEUE_BYTES_MAX && !frames.is_empty();
+        if frames.len() >= PEER_QUEUE_MAX || over_bytes {
             queue.dropped.set(queue.dropped.get() + 1);
             return;
         }
+        queue.bytes.set(bytes);
         frames.push_back(frame);
         drop(frames);
         queue.ready.notify(1);
@@ -123,6 +131,10 @@ async fn keep_dialing(config: Rc<BusConfig>, id: u8, address: SocketAddr, queue:
                 queue.connected.set(true);
                 let error = drain(stream, &queue).await;
                 queue.connected.set(false);
+                // What was queued for the lost connection is stale by the time a new one is
+                // up; the protocol resends what is still needed.
+                queue.frames.borrow_mut().clear();
+                queue.bytes.set(0);
                 log::warn!("replica {id}: connection to {address} lost: {error}");
             }
             Err(error) => log::debug!("replica {id}: dial {address}: {error}"),
@@ -157,6 +169,11 @@ async fn connect(config: &BusConfig, id: u8, address: SocketAddr) -> io::Result<
 async fn drain(mut stream: TcpStream, queue: &PeerQueue) -> io::Error {
     loop {
         let next = queue.frames.borrow_mut().pop_front();
+        if let Some(frame) = &next {
+            queue
+                .bytes
+                .set(queue.bytes.get().saturating_sub(frame.len()));
+        }
         let Some(frame) = next else {
             let listener = queue.ready.listen();
             if queue.frames.borrow().is_empty() {
