@@ -239,10 +239,41 @@ impl Driver {
                         .on_io_done(self.now(), Completion::Written { id }, &mut more);
                     effects.extend(more.drain());
                 }
+                Effect::SendPrepares {
+                    to,
+                    view,
+                    commit,
+                    op_min,
+                    op_max,
+                } => self.send_from_log(to, view, commit, op_min, op_max).await,
                 Effect::Commit { entry } => self.apply(entry).await,
                 // Submissions are answered at their commit (`apply`), with its outcome.
                 Effect::Reply { .. } => {}
             }
+        }
+    }
+
+    /// Sends a replica the ops its state machine dropped from memory, read back from the log;
+    /// nothing to a peer that is not connected (it asks again once it is).
+    async fn send_from_log(&self, to: u8, view: u32, commit: u64, op_min: u64, op_max: u64) {
+        if !self.outbound.is_connected(to) {
+            return;
+        }
+        match self.wal.read(op_min, op_max).await {
+            Ok(entries) => {
+                for entry in entries {
+                    let message = Message::Prepare {
+                        view,
+                        replica: self.replica.id(),
+                        commit,
+                        entry,
+                    };
+                    self.outbound
+                        .send(to, vsr::wire::encode(&message, self.cluster));
+                }
+            }
+            // A log this node wrote and synced no longer reads back: it must not go on.
+            Err(error) => fatal("read the log back", &error),
         }
     }
 

@@ -72,9 +72,24 @@ pub(crate) struct ClusterStart<'a> {
     pub(crate) replica_id: u8,
     pub(crate) recover: bool,
     pub(crate) system_path: &'a Path,
+    /// The largest client frame: a replicated op's body is one request and a little more.
     pub(crate) frame_size_max: usize,
     pub(crate) handshake_timeout: Duration,
     pub(crate) root: RootSeed,
+}
+
+/// Room in a replicated op's body beyond the client request it carries.
+const OP_OVERHEAD: usize = 64 << 10;
+
+/// The largest replica frame: a view change or recovery answer carries at most a pipeline
+/// of ops (`vsr::Suffix`), each at most one client frame and its wrapping.
+fn replica_frame_size_max(client_frame_size_max: usize) -> usize {
+    let op = client_frame_size_max.saturating_add(OP_OVERHEAD);
+    let frame = vsr::PIPELINE_MAX
+        .saturating_mul(op)
+        .saturating_add(OP_OVERHEAD);
+    // The frame's size field is a u32.
+    frame.min(usize::try_from(u32::MAX).unwrap_or(usize::MAX))
 }
 
 /// The consensus tick (Iggy's): every timeout becomes a whole number of these.
@@ -144,7 +159,7 @@ pub(crate) async fn start(
             .auth
             .as_ref()
             .map(|auth| Secrets::new(&auth.current, auth.previous.as_deref())),
-        frame_size_max: start.frame_size_max,
+        frame_size_max: replica_frame_size_max(start.frame_size_max),
         handshake_timeout: start.handshake_timeout,
     });
     let (outbound, messages) = start_bus(settings, &bus).await?;

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use compio::BufResult;
 use compio::fs::File;
-use compio::io::AsyncWriteAtExt;
-use vsr::journal::{Superblock, encode_record, record_size, scan};
+use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
+use vsr::journal::{Superblock, encode_record, record_size, scan, scan_from};
 use vsr::{Entry, Op};
 
 const LOG_FILE: &str = "log.vsr";
@@ -85,6 +85,37 @@ impl Wal {
             superblock,
             log,
         })
+    }
+
+    /// The entries of ops `op_min..=op_max` read back from the log (a replica asks for ops its
+    /// state machine dropped from memory). An op beyond the log, or a record that does not
+    /// decode as the op expected, is an error: the log was written and synced before.
+    pub(crate) async fn read(&self, op_min: Op, op_max: Op) -> io::Result<Vec<Entry>> {
+        let index = |op: Op| {
+            usize::try_from(op)
+                .ok()
+                .filter(|&i| i >= 1 && i <= self.ends.len())
+        };
+        let (Some(first), Some(last)) = (index(op_min), index(op_max)) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("ops {op_min}..={op_max} are not all in the log"),
+            ));
+        };
+        let start = if first == 1 { 0 } else { self.ends[first - 2] };
+        let end = self.ends[last - 1];
+        let length = usize::try_from(end - start).unwrap_or(usize::MAX);
+        let buffer = Vec::with_capacity(length);
+        let BufResult(read, buffer) = self.log.read_exact_at(buffer, start).await;
+        read?;
+        let (entries, used) = scan_from(&buffer, op_min);
+        if used != length || entries.len() != last + 1 - first {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("ops {op_min}..={op_max} of the log do not decode"),
+            ));
+        }
+        Ok(entries)
     }
 
     /// Replaces the superblock: a new file, synced, renamed over the old, the directory
