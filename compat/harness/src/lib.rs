@@ -287,7 +287,16 @@ impl Cluster {
     /// Starts `count` fresh nodes. `heartbeat_timeout` is the cluster's: how long backups
     /// wait for a silent primary before they elect another.
     pub fn start(count: usize, heartbeat_timeout: &str) -> Cluster {
-        let mut nodes: Vec<Server> = (0..count).map(|_| Server::prepare(&[])).collect();
+        Self::start_with_env(count, heartbeat_timeout, &[])
+    }
+
+    /// As [`Cluster::start`], each node with extra `IGGY_*` overrides.
+    pub fn start_with_env(
+        count: usize,
+        heartbeat_timeout: &str,
+        extra_env: &[(&str, &str)],
+    ) -> Cluster {
+        let mut nodes: Vec<Server> = (0..count).map(|_| Server::prepare(extra_env)).collect();
         let replica_ports: Vec<u16> = (0..count).map(|_| free_loopback_address().port()).collect();
         let mut roster = String::new();
         for (id, node) in nodes.iter().enumerate() {

@@ -95,6 +95,95 @@ fn acknowledged_messages_survive_a_killed_primary_and_a_stopped_backup() {
     faults_while_producing(false);
 }
 
+/// A primary killed after the cluster holds far more data than one replica frame: the
+/// backups elect a new primary, and the SDK's next send and a read of everything go through.
+/// View changes carry only the ops after the commit point (`vsr::Suffix`); they once carried
+/// the whole log, which no longer fit a frame past the client frame limit (1 MiB here), so no
+/// new primary was ever chosen.
+#[test]
+fn a_primary_killed_after_more_data_than_a_frame_holds_is_replaced() {
+    let mut cluster = Cluster::start_with_env(
+        3,
+        HEARTBEAT_TIMEOUT,
+        &[("IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE", "1 MiB")],
+    );
+    let addresses = cluster.tcp_addresses();
+    run(async {
+        let client = connect(&addresses[1]).await;
+        assert_eq!(wait_for_leader(&client).await, 0);
+        client
+            .create_stream(STREAM, &StreamCreateOptions::default())
+            .await
+            .expect("create the stream");
+        client
+            .create_topic(
+                &Identifier::named(STREAM).unwrap(),
+                TOPIC,
+                &TopicCreateOptions::default(),
+            )
+            .await
+            .expect("create the topic");
+        let (stream, topic) = (
+            Identifier::named(STREAM).unwrap(),
+            Identifier::named(TOPIC).unwrap(),
+        );
+        let filler = "x".repeat(10_000);
+        let mut sent = 0u64;
+        // 4 MB: 8 batches of 50 messages of 10 KB, each batch within the 1 MiB frame.
+        for _ in 0..8 {
+            let mut batch: Vec<IggyMessage> = (sent..sent + 50)
+                .map(|index| IggyMessage::from(format!("{}-{filler}", payload(index))))
+                .collect();
+            client
+                .send_messages(&stream, &topic, &Partitioning::partition_id(0), &mut batch)
+                .await
+                .expect("send before the kill");
+            sent += 50;
+        }
+        cluster.nodes[0].kill();
+        let killed_at = Instant::now();
+        loop {
+            let mut one = vec![IggyMessage::from(payload(sent))];
+            let result = client
+                .send_messages(&stream, &topic, &Partitioning::partition_id(0), &mut one)
+                .await;
+            match result {
+                Ok(_) => break,
+                Err(error) if killed_at.elapsed() < Duration::from_secs(30) => {
+                    eprintln!("send after the kill: {error}; retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(error) => panic!("no send within 30 s of the kill: {error}"),
+            }
+        }
+        sent += 1;
+        eprintln!("a new primary took a send {:?} after the kill", killed_at.elapsed());
+        let mut read = 0u64;
+        loop {
+            let polled = client
+                .poll_messages(
+                    &stream,
+                    &topic,
+                    0,
+                    &Consumer::new(Identifier::named("reader").unwrap()),
+                    &PollingStrategy::offset(read),
+                    PollOptions::default(),
+                )
+                .await
+                .expect("poll the new primary");
+            if polled.messages.is_empty() {
+                break;
+            }
+            for message in &polled.messages {
+                let text = std::str::from_utf8(&message.payload).expect("text");
+                assert!(text.starts_with(&payload(read)), "offset {read}: {text:.20}");
+                read += 1;
+            }
+        }
+        assert_eq!(read, sent, "every acknowledged message is read back");
+    });
+}
+
 /// The order: the primary killed and restarted while producing, then a backup
 /// stopped. The consumer's offset store in flight when the primary dies is retried on the
 /// new primary; its answer must carry the committed-result marker, or the SDK holds the
