@@ -92,18 +92,23 @@ impl Replica {
         if target <= start {
             return false;
         }
-        let now = self.now;
+        let (now, interval) = (self.now, self.config.retransmit_interval);
         match &mut self.catch_up {
             Some(catch_up) if catch_up.start == start => {
                 if catch_up.source == source && catch_up.target == target {
-                    return true;
-                }
-                catch_up.source = source;
-                catch_up.target = target;
-                if catch_up.end() >= target {
-                    // What was fetched reaches the target yet does not match the suffix
-                    // (the caller tried): fetch it again from this source.
-                    catch_up.fetched.clear();
+                    if now.saturating_sub(catch_up.requested_at) < interval {
+                        // The same fetch, asked for recently.
+                        return true;
+                    }
+                } else {
+                    catch_up.source = source;
+                    catch_up.target = target;
+                    catch_up.progressed_at = now;
+                    if catch_up.end() >= target {
+                        // What was fetched reaches the target yet does not match the suffix
+                        // (the caller tried): fetch it again from this source.
+                        catch_up.fetched.clear();
+                    }
                 }
             }
             _ => {

@@ -34,7 +34,10 @@ impl crate::Replica {
                 return;
             }
             // The primary stopped answering: ask everyone again (what was fetched is
-            // committed, and kept).
+            // committed, and kept), and give the next answer a whole timeout.
+            if let Some(catch_up) = &mut self.catch_up {
+                catch_up.progressed_at = self.now;
+            }
             self.recovery_target = None;
             self.recovery_answers.clear();
             self.retransmitted_at = 0;

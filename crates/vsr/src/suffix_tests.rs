@@ -305,3 +305,49 @@ fn a_fetch_answer_from_another_replica_or_out_of_chain_is_dropped() {
         "a forged first op breaks the chain"
     );
 }
+
+/// Seed 12795 of the cluster simulator: a recovering replica whose fetch stalled asked the
+/// cluster again, took the same answer, and never asked the primary for the ops again.
+#[test]
+fn a_recovering_replica_whose_fetch_stalls_asks_again() {
+    let full = chain(100);
+    let mut out = Outbox::new();
+    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, &mut out);
+    let answers = [
+        Message::RecoveryResponse {
+            view: 0,
+            replica: 1,
+            nonce: 5,
+            primary_state: None,
+        },
+        Message::RecoveryResponse {
+            view: 0,
+            replica: 0,
+            nonce: 5,
+            primary_state: Some(suffix_of(&full, 36)),
+        },
+    ];
+    for answer in &answers {
+        replica.on_message(1, answer, &mut out);
+    }
+    assert_eq!(fetches(&sent(&mut out)), vec![(0, 1, 32)]);
+    // Nothing comes back for a whole view-change timeout: the replica asks everyone again.
+    replica.tick(300, &mut out);
+    let again = sent(&mut out);
+    assert!(
+        again
+            .iter()
+            .any(|(_, message)| matches!(message, Message::Recovery { .. }))
+    );
+    for answer in &answers {
+        replica.on_message(301, answer, &mut out);
+    }
+    assert_eq!(
+        fetches(&sent(&mut out)),
+        vec![(0, 1, 32)],
+        "and the ops again"
+    );
+    answer(&mut replica, 0, &full, (1, 32), &mut out);
+    answer(&mut replica, 0, &full, (33, 36), &mut out);
+    assert_eq!(replica.status(), Status::Normal);
+}

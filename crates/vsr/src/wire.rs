@@ -32,7 +32,7 @@
 //! | `StartView` (12) | commit @8, count @16, head @24 | entries ² |
 //! | `RequestPrepares` (18) | op min @0, op max @8 | — |
 //! | `Recovery` (200) | nonce @0 | — |
-//! | `RecoveryResponse` (201) | nonce @0, has state (u8) @8, commit @16, count @24, head @32 | entries ² |
+//! | `RecoveryResponse` (201) | nonce @0, state? (u8) @8, commit @16, count @24, head @32 | ² |
 //!
 //! ¹ The entry's payload; its other fields are in the header (`sum` is its checksum).
 //! ² A [`Suffix`]: the entries of ops `commit + 1 ..` in order; `head` (u128) is the checksum
