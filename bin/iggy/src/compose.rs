@@ -159,6 +159,7 @@ pub(crate) async fn start_cluster(
             system_path: &config.system_path,
             frame_size_max: usize::try_from(config.frame_size_max_bytes).unwrap_or(usize::MAX),
             handshake_timeout: config.handshake_grace,
+            tls: replica_tls(&config.cluster)?,
             root: cluster::RootSeed {
                 username: arguments.root_username,
                 password_hash: arguments.root_password_hash,
@@ -186,6 +187,54 @@ pub(crate) async fn start_cluster(
         Err(BindError::Missing {
             key: "cluster.enabled = true",
             feature: "vsr",
+        })
+    }
+}
+
+/// The TLS sides of the replica bus from `[cluster.tls]` (`None` when off); refuses when the
+/// build lacks feature `tls`.
+#[cfg(feature = "vsr")]
+fn replica_tls(
+    settings: &crate::config::ClusterSettings,
+) -> Result<Option<Rc<transport::replica::ReplicaTls>>, BindError> {
+    let Some(tls) = &settings.tls else {
+        return Ok(None);
+    };
+    #[cfg(feature = "tls")]
+    {
+        use transport::replica::tls::{PeerCheck, ReplicaTls};
+        use transport::tls::{CertificateSource, SelfSigned};
+        let section = "cluster.tls";
+        let source = CertificateSource {
+            self_signed: if tls.self_signed {
+                SelfSigned::Always
+            } else {
+                SelfSigned::Never
+            },
+            cert_file: tls.cert_file.clone(),
+            key_file: tls.key_file.clone(),
+        };
+        let certificate = |source| BindError::Certificate { section, source };
+        let loaded = source.load().map_err(certificate)?;
+        let peers = if tls.self_signed {
+            log::warn!(
+                "{section}: self-signed: replica traffic is encrypted, but a peer's certificate \
+                 is not checked (cluster.auth still authenticates the dialing node)"
+            );
+            PeerCheck::Any
+        } else {
+            log::info!("{section}: peers checked against {}", tls.ca_file.display());
+            PeerCheck::Ca(tls.ca_file.clone())
+        };
+        let replica_tls = ReplicaTls::new(loaded, &peers).map_err(certificate)?;
+        Ok(Some(Rc::new(replica_tls)))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = tls;
+        Err(BindError::Missing {
+            key: "cluster.tls.enabled = true",
+            feature: "tls",
         })
     }
 }

@@ -287,14 +287,16 @@ impl Cluster {
     /// Starts `count` fresh nodes. `heartbeat_timeout` is the cluster's: how long backups
     /// wait for a silent primary before they elect another.
     pub fn start(count: usize, heartbeat_timeout: &str) -> Cluster {
-        Self::start_with_env(count, heartbeat_timeout, &[])
+        Self::start_with(count, heartbeat_timeout, &[], "")
     }
 
-    /// As [`Cluster::start`], each node with extra `IGGY_*` overrides.
-    pub fn start_with_env(
+    /// As [`Cluster::start`], each node with extra `IGGY_*` overrides and `extra_config`
+    /// (TOML tables) in its config file.
+    pub fn start_with(
         count: usize,
         heartbeat_timeout: &str,
         extra_env: &[(&str, &str)],
+        extra_config: &str,
     ) -> Cluster {
         let mut nodes: Vec<Server> = (0..count).map(|_| Server::prepare(extra_env)).collect();
         let replica_ports: Vec<u16> = (0..count).map(|_| free_loopback_address().port()).collect();
@@ -312,7 +314,8 @@ impl Cluster {
              [cluster]\nenabled = true\nname = \"compat-cluster\"\n\
              heartbeat_timeout = \"{heartbeat_timeout}\"\ncommit_broadcast_interval = \"100ms\"\n\
              [cluster.auth]\nenabled = true\n\
-             shared_secret = \"compat-cluster-shared-secret-of-32-bytes-or-more\"\n{roster}"
+             shared_secret = \"compat-cluster-shared-secret-of-32-bytes-or-more\"\n\
+             {extra_config}\n{roster}"
         );
         for (id, node) in nodes.iter_mut().enumerate() {
             let path = node.data.path().with_extension("toml");

@@ -102,11 +102,27 @@ fn acknowledged_messages_survive_a_killed_primary_and_a_stopped_backup() {
 /// new primary was ever chosen.
 #[test]
 fn a_primary_killed_after_more_data_than_a_frame_holds_is_replaced() {
-    let mut cluster = Cluster::start_with_env(
-        3,
-        HEARTBEAT_TIMEOUT,
-        &[("IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE", "1 MiB")],
+    let env = [("IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE", "1 MiB")];
+    let cluster = Cluster::start_with(3, HEARTBEAT_TIMEOUT, &env, "");
+    failover_reads_everything_back(cluster, 8);
+}
+
+/// The same failover with the replica bus inside TLS (`[cluster.tls]`, self-signed): the
+/// nodes form the cluster, replicate, elect a new primary and serve everything back.
+#[test]
+fn a_cluster_on_replica_tls_fails_over() {
+    let tls = "[cluster.tls]\nenabled = true\nself_signed = true\n";
+    let cluster = Cluster::start_with(3, HEARTBEAT_TIMEOUT, &[], tls);
+    assert!(
+        cluster.nodes[1].log_shows_within("cluster.tls: self-signed", LOG_WAIT),
+        "the node set up replica TLS"
     );
+    failover_reads_everything_back(cluster, 2);
+}
+
+/// Sends `batches` batches of 50 messages of 10 KB through a backup's session, kills node 0
+/// (view 0's primary), then requires a send within 30 s and every message read back.
+fn failover_reads_everything_back(mut cluster: Cluster, batches: u64) {
     let addresses = cluster.tcp_addresses();
     run(async {
         let client = connect(&addresses[1]).await;
@@ -129,8 +145,8 @@ fn a_primary_killed_after_more_data_than_a_frame_holds_is_replaced() {
         );
         let filler = "x".repeat(10_000);
         let mut sent = 0u64;
-        // 4 MB: 8 batches of 50 messages of 10 KB, each batch within the 1 MiB frame.
-        for _ in 0..8 {
+        // Each batch of 50 messages of 10 KB stays within a 1 MiB frame.
+        for _ in 0..batches {
             let mut batch: Vec<IggyMessage> = (sent..sent + 50)
                 .map(|index| IggyMessage::from(format!("{}-{filler}", payload(index))))
                 .collect();
@@ -157,7 +173,10 @@ fn a_primary_killed_after_more_data_than_a_frame_holds_is_replaced() {
             }
         }
         sent += 1;
-        eprintln!("a new primary took a send {:?} after the kill", killed_at.elapsed());
+        eprintln!(
+            "a new primary took a send {:?} after the kill",
+            killed_at.elapsed()
+        );
         let mut read = 0u64;
         loop {
             let polled = client
@@ -176,7 +195,10 @@ fn a_primary_killed_after_more_data_than_a_frame_holds_is_replaced() {
             }
             for message in &polled.messages {
                 let text = std::str::from_utf8(&message.payload).expect("text");
-                assert!(text.starts_with(&payload(read)), "offset {read}: {text:.20}");
+                assert!(
+                    text.starts_with(&payload(read)),
+                    "offset {read}: {text:.20}"
+                );
                 read += 1;
             }
         }

@@ -9,8 +9,13 @@
 //!
 //! The frames themselves are not interpreted here: the caller decodes (and the decoder
 //! verifies the checksums), and a connection whose frame the caller refuses is closed.
+//!
+//! With `[cluster.tls]` ([`tls`], feature `tls`) each connection is a TLS session (the
+//! acceptor is the TLS server) and everything above, the handshake included, runs inside it.
 
 pub mod handshake;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -22,7 +27,7 @@ use std::time::Duration;
 
 use compio::BufResult;
 use compio::buf::{IntoInner, IoBuf};
-use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
 
 use handshake::{Answer, Hello, MESSAGE_SIZE, Secrets};
@@ -39,6 +44,15 @@ pub const PEER_QUEUE_BYTES_MAX: usize = 64 << 20;
 const INBOUND_PER_PEER: usize = 2;
 const REDIAL_PAUSE_MIN: Duration = Duration::from_millis(50);
 const REDIAL_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// The TLS sides of the bus (feature `tls`).
+#[cfg(feature = "tls")]
+pub use tls::ReplicaTls;
+
+/// Without feature `tls` the bus is plain TCP: no value of this type exists.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug)]
+pub enum ReplicaTls {}
 
 /// The identity of the cluster named `name`, as the handshake and every frame carry it.
 pub fn cluster_id(name: &str) -> u128 {
@@ -60,6 +74,8 @@ pub struct BusConfig {
     pub secrets: Option<Secrets>,
     /// The largest frame accepted.
     pub frame_size_max: usize,
+    /// `[cluster.tls]`; `None`: plain TCP.
+    pub tls: Option<Rc<ReplicaTls>>,
     /// How long a connection may take to complete its handshake.
     pub handshake_timeout: Duration,
 }
@@ -124,17 +140,9 @@ pub fn dial(config: &Rc<BusConfig>) -> Outbound {
 async fn keep_dialing(config: Rc<BusConfig>, id: u8, address: SocketAddr, queue: Rc<PeerQueue>) {
     let mut pause = REDIAL_PAUSE_MIN;
     loop {
-        match connect(&config, id, address).await {
-            Ok(stream) => {
-                log::info!("replica {id}: connected to {address}");
+        match dial_once(&config, id, address, &queue).await {
+            Ok(error) => {
                 pause = REDIAL_PAUSE_MIN;
-                queue.connected.set(true);
-                let error = drain(stream, &queue).await;
-                queue.connected.set(false);
-                // What was queued for the lost connection is stale by the time a new one is
-                // up; the protocol resends what is still needed.
-                queue.frames.borrow_mut().clear();
-                queue.bytes.set(0);
                 log::warn!("replica {id}: connection to {address} lost: {error}");
             }
             Err(error) => log::debug!("replica {id}: dial {address}: {error}"),
@@ -144,29 +152,76 @@ async fn keep_dialing(config: Rc<BusConfig>, id: u8, address: SocketAddr, queue:
     }
 }
 
-async fn connect(config: &BusConfig, id: u8, address: SocketAddr) -> io::Result<TcpStream> {
-    let handshake = async {
-        let mut stream = TcpStream::connect(address).await?;
-        stream.set_nodelay(true)?;
-        let hello = read_exactly(&mut stream, MESSAGE_SIZE).await?;
-        let hello = Hello::decode(&fixed(&hello)).map_err(invalid)?;
-        if hello.cluster != config.cluster || hello.acceptor != id {
-            let reason = format!("{address} is not replica {id} of this cluster");
-            return Err(io::Error::new(io::ErrorKind::InvalidData, reason));
-        }
-        let answer = hello
-            .answer(config.replica, config.secrets.as_ref())
-            .encode();
-        let BufResult(written, _) = stream.write_all(answer.to_vec()).await;
-        written?;
-        Ok(stream)
-    };
-    within(config.handshake_timeout, handshake).await
+/// One connection to peer `id`: dialed, the TLS session if configured, the handshake, then
+/// the queue drained until the connection fails (`Ok`: why it ended).
+async fn dial_once(
+    config: &BusConfig,
+    id: u8,
+    address: SocketAddr,
+    queue: &PeerQueue,
+) -> io::Result<io::Error> {
+    let stream = within(config.handshake_timeout, TcpStream::connect(address)).await?;
+    stream.set_nodelay(true)?;
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &config.tls {
+        let server = address.ip().to_string();
+        let stream = within(
+            config.handshake_timeout,
+            tls.connector.connect(&server, stream),
+        )
+        .await?;
+        return serve_dialed(stream, config, id, address, queue).await;
+    }
+    serve_dialed(stream, config, id, address, queue).await
+}
+
+async fn serve_dialed<S: AsyncRead + AsyncWrite>(
+    mut stream: S,
+    config: &BusConfig,
+    id: u8,
+    address: SocketAddr,
+    queue: &PeerQueue,
+) -> io::Result<io::Error> {
+    within(
+        config.handshake_timeout,
+        prove(&mut stream, config, id, address),
+    )
+    .await?;
+    log::info!("replica {id}: connected to {address}");
+    queue.connected.set(true);
+    let error = drain(stream, queue).await;
+    queue.connected.set(false);
+    // What was queued for the lost connection is stale by the time a new one is up; the
+    // protocol resends what is still needed.
+    queue.frames.borrow_mut().clear();
+    queue.bytes.set(0);
+    Ok(error)
+}
+
+/// The dialer's side of the handshake: the acceptor's hello, then this node's proof.
+async fn prove<S: AsyncRead + AsyncWrite>(
+    stream: &mut S,
+    config: &BusConfig,
+    id: u8,
+    address: SocketAddr,
+) -> io::Result<()> {
+    let hello = read_exactly(stream, MESSAGE_SIZE).await?;
+    let hello = Hello::decode(&fixed(&hello)).map_err(invalid)?;
+    if hello.cluster != config.cluster || hello.acceptor != id {
+        let reason = format!("{address} is not replica {id} of this cluster");
+        return Err(io::Error::new(io::ErrorKind::InvalidData, reason));
+    }
+    let answer = hello
+        .answer(config.replica, config.secrets.as_ref())
+        .encode();
+    let BufResult(written, _) = stream.write_all(answer.to_vec()).await;
+    written?;
+    stream.flush().await
 }
 
 /// Writes queued frames until the connection fails (returns why). A frame taken off the
 /// queue and not written is lost, which the protocol tolerates.
-async fn drain(mut stream: TcpStream, queue: &PeerQueue) -> io::Error {
+async fn drain<S: AsyncWrite>(mut stream: S, queue: &PeerQueue) -> io::Error {
     loop {
         let next = queue.frames.borrow_mut().pop_front();
         if let Some(frame) = &next {
@@ -183,6 +238,10 @@ async fn drain(mut stream: TcpStream, queue: &PeerQueue) -> io::Error {
         };
         let BufResult(written, _) = stream.write_all(frame).await;
         if let Err(error) = written {
+            return error;
+        }
+        // A TLS session buffers what is written until it is flushed (a no-op on plain TCP).
+        if let Err(error) = stream.flush().await {
             return error;
         }
     }
@@ -224,10 +283,24 @@ pub async fn accept(
     }
 }
 
-/// One accepted connection: the handshake, then frames until the peer closes (returns its
-/// id) or misbehaves.
+/// One accepted connection: the TLS session if configured, then [`receive_on`].
 async fn receive(
-    mut stream: TcpStream,
+    stream: TcpStream,
+    config: &BusConfig,
+    deliver: &dyn Fn(u8, Vec<u8>) -> bool,
+) -> io::Result<u8> {
+    stream.set_nodelay(true)?;
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &config.tls {
+        let stream = within(config.handshake_timeout, tls.acceptor.accept(stream)).await?;
+        return receive_on(stream, config, deliver).await;
+    }
+    receive_on(stream, config, deliver).await
+}
+
+/// The handshake, then frames until the peer closes (returns its id) or misbehaves.
+async fn receive_on<S: AsyncRead + AsyncWrite>(
+    mut stream: S,
     config: &BusConfig,
     deliver: &dyn Fn(u8, Vec<u8>) -> bool,
 ) -> io::Result<u8> {
@@ -242,6 +315,7 @@ async fn receive(
         };
         let BufResult(written, _) = stream.write_all(hello.encode().to_vec()).await;
         written?;
+        stream.flush().await?;
         let answer = read_exactly(&mut stream, MESSAGE_SIZE).await?;
         let answer = Answer::decode(&fixed(&answer)).map_err(invalid)?;
         hello
@@ -249,7 +323,6 @@ async fn receive(
             .map_err(invalid)
     };
     let replica = within(config.handshake_timeout, handshake).await?;
-    stream.set_nodelay(true)?;
     loop {
         let header = match read_exactly(&mut stream, HEADER_SIZE).await {
             Ok(header) => header,
@@ -273,7 +346,7 @@ async fn receive(
 }
 
 /// Exactly `length` bytes from `stream` (`UnexpectedEof` if it ends first).
-async fn read_exactly(stream: &mut TcpStream, length: usize) -> io::Result<Vec<u8>> {
+async fn read_exactly<S: AsyncRead>(stream: &mut S, length: usize) -> io::Result<Vec<u8>> {
     if length == 0 {
         return Ok(Vec::new());
     }

@@ -111,7 +111,9 @@ fn self_signed() -> Result<Certificate, TlsError> {
     })
 }
 
-fn read_error(path: &Path) -> impl FnOnce(rustls::pki_types::pem::Error) -> TlsError + '_ {
+pub(crate) fn read_error(
+    path: &Path,
+) -> impl FnOnce(rustls::pki_types::pem::Error) -> TlsError + '_ {
     move |source| TlsError::Read {
         path: path.to_owned(),
         source,

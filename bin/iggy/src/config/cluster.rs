@@ -1,6 +1,7 @@
 //! `[cluster]`: Iggy's keys and rules — the roster (`[[cluster.nodes]]`), the consensus
 //! timeouts, `[cluster.auth]` and `[cluster.tls]` — and which roster entry this process is.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use toml::Value;
@@ -21,8 +22,21 @@ pub(crate) struct ClusterSettings {
     pub(crate) timeouts: ConsensusTimeouts,
     /// `[cluster.auth]`: `Some` secrets when enabled.
     pub(crate) auth: Option<ReplicaSecrets>,
-    /// `[cluster.tls] enabled`.
-    pub(crate) tls: bool,
+    /// `[cluster.tls]`: `Some` when enabled.
+    pub(crate) tls: Option<ClusterTls>,
+}
+
+/// `[cluster.tls]` when enabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClusterTls {
+    /// This node serves a self-signed certificate made at start and takes any peer's
+    /// (encryption without authenticating the acceptor); otherwise the three files below.
+    pub(crate) self_signed: bool,
+    /// This node's certificate chain and key (PEM).
+    pub(crate) cert_file: PathBuf,
+    pub(crate) key_file: PathBuf,
+    /// The CA certificates (PEM) a peer's certificate must chain to, for the peer's `ip`.
+    pub(crate) ca_file: PathBuf,
 }
 
 /// One `[[cluster.nodes]]` entry.
@@ -133,12 +147,8 @@ impl View<'_> {
         count("cluster.repair_chunk_max", 1..=1024)?;
         let enabled = self.bool("cluster.enabled")?;
         let auth = self.replica_secrets()?;
-        let tls = self.bool("cluster.tls.enabled")?;
-        self.bool("cluster.tls.self_signed")?;
-        for key in ["cert_file", "key_file", "ca_file"] {
-            self.string(&format!("cluster.tls.{key}"))?;
-        }
-        if tls && auth.is_none() {
+        let tls = self.cluster_tls()?;
+        if tls.is_some() && auth.is_none() {
             let reason = "replica TLS authenticates only the acceptor: it needs cluster.auth";
             return Err(Self::invalid("cluster.tls.enabled", reason));
         }
@@ -150,6 +160,29 @@ impl View<'_> {
             auth,
             tls,
         })
+    }
+
+    /// `[cluster.tls]`: without `self_signed`, every file must be named.
+    fn cluster_tls(&self) -> Result<Option<ClusterTls>, ConfigError> {
+        let enabled = self.bool("cluster.tls.enabled")?;
+        let self_signed = self.bool("cluster.tls.self_signed")?;
+        let file = |key: &str| -> Result<PathBuf, ConfigError> {
+            let path = format!("cluster.tls.{key}");
+            let file = self.string(&path)?;
+            if enabled && !self_signed && file.is_empty() {
+                let reason = "needed unless cluster.tls.self_signed is true";
+                return Err(Self::invalid(&path, reason));
+            }
+            Ok(PathBuf::from(file))
+        };
+        let (cert_file, key_file, ca_file) =
+            (file("cert_file")?, file("key_file")?, file("ca_file")?);
+        Ok(enabled.then_some(ClusterTls {
+            self_signed,
+            cert_file,
+            key_file,
+            ca_file,
+        }))
     }
 
     fn consensus_timeouts(&self) -> Result<ConsensusTimeouts, ConfigError> {

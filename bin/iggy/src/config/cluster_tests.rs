@@ -56,7 +56,7 @@ fn defaults_are_iggys_and_a_one_node_roster() {
     );
     assert_eq!(cluster.nodes.len(), 1);
     assert_eq!(cluster.nodes[0].ports.tcp_replica, Some(9090));
-    assert!(cluster.auth.is_none() && !cluster.tls);
+    assert!(cluster.auth.is_none() && cluster.tls.is_none());
     let roster = config.roster(0, [8090, 0, 0, 0]);
     assert_eq!(roster.nodes.len(), 1);
     assert_eq!(roster.nodes[0].name, "iggy-node-1");
@@ -132,8 +132,10 @@ fn auth_needs_a_long_secret_and_tls_needs_auth() {
     assert!(error_of(&missing).contains("cluster.auth.shared_secret"));
     let short = cluster("[cluster.auth]\nenabled = true\nshared_secret = \"short\"");
     assert!(error_of(&short).contains("at least 32 bytes"));
-    let tls = cluster("[cluster.tls]\nenabled = true");
+    let tls = cluster("[cluster.tls]\nenabled = true\nself_signed = true");
     assert!(error_of(&tls).contains("cluster.tls.enabled"));
+    let no_files = cluster("[cluster.tls]\nenabled = true");
+    assert!(error_of(&no_files).contains("cluster.tls.cert_file"));
     let secret = "s3cret-s3cret-s3cret-s3cret-s3cret";
     let good = cluster(&format!(
         "[cluster.auth]\nenabled = true\nshared_secret = \"{secret}\""

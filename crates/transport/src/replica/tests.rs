@@ -26,6 +26,7 @@ fn config(replica: u8, peer: (u8, std::net::SocketAddr), secret: &[u8], name: &s
         peers: vec![peer],
         secrets: Some(Secrets::new(secret, None)),
         frame_size_max: 4096,
+        tls: None,
         handshake_timeout: Duration::from_secs(2),
     }
 }
@@ -96,4 +97,127 @@ fn an_oversized_frame_ends_the_connection_before_its_body() {
     // delivered on the new one; either way the oversized frame never is.
     assert_eq!(got.first(), Some(&(1, frames[0].clone())));
     assert!(got.iter().all(|(_, frame)| frame.len() <= 4096));
+}
+
+/// `[cluster.tls]` over real sockets: the acceptor serves a certificate, the dialer checks it
+/// by its CA (or takes any, for self-signed clusters), and the shared-secret handshake and
+/// the frames run inside the session.
+#[cfg(feature = "tls")]
+mod tls {
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+    use std::rc::Rc;
+    use std::time::Duration;
+
+    use super::super::tls::{PeerCheck, ReplicaTls};
+    use super::super::{BusConfig, accept, dial};
+    use super::{Received, config, frame};
+    use crate::tls::{CertificateSource, SelfSigned};
+
+    /// A certificate for `127.0.0.1` written as PEM files; returns the source and the
+    /// certificate's own file (usable as a CA file that trusts exactly it).
+    fn certificate(name: &str) -> (CertificateSource, PathBuf) {
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
+        let directory = std::env::temp_dir().join(format!(
+            "replica-tls-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&directory).unwrap();
+        let (cert_file, key_file) = (directory.join("cert.pem"), directory.join("key.pem"));
+        std::fs::write(&cert_file, made.cert.pem()).unwrap();
+        std::fs::write(&key_file, made.signing_key.serialize_pem()).unwrap();
+        let source = CertificateSource {
+            self_signed: SelfSigned::Never,
+            cert_file: cert_file.clone(),
+            key_file,
+        };
+        (source, cert_file)
+    }
+
+    fn tls(source: &CertificateSource, peers: &PeerCheck) -> Rc<ReplicaTls> {
+        Rc::new(ReplicaTls::new(source.load().unwrap(), peers).unwrap())
+    }
+
+    /// What an acceptor with `acceptor_tls` receives from a dialer with `dialer_tls`.
+    fn delivered(
+        acceptor_tls: Option<Rc<ReplicaTls>>,
+        dialer_tls: Option<Rc<ReplicaTls>>,
+        frames: Vec<Vec<u8>>,
+    ) -> Received {
+        compio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let address = listener.local_addr().unwrap();
+                let unused = "127.0.0.1:9".parse().unwrap();
+                let acceptor = BusConfig {
+                    tls: acceptor_tls,
+                    ..config(0, (1, unused), &[7; 32], "bus-test")
+                };
+                let received: Rc<RefCell<Received>> = Rc::default();
+                let sink = Rc::clone(&received);
+                let deliver = Rc::new(move |from: u8, frame: Vec<u8>| {
+                    sink.borrow_mut().push((from, frame));
+                    true
+                });
+                compio::runtime::spawn(accept(listener, Rc::new(acceptor), deliver)).detach();
+                let dialer = BusConfig {
+                    tls: dialer_tls,
+                    ..config(1, (0, address), &[7; 32], "bus-test")
+                };
+                let outbound = dial(&Rc::new(dialer));
+                for frame in frames {
+                    outbound.send(0, frame);
+                }
+                compio::time::sleep(Duration::from_millis(500)).await;
+                received.take()
+            })
+    }
+
+    #[test]
+    fn frames_arrive_whole_and_in_order_inside_tls_checked_by_the_ca() {
+        let (node, node_cert) = certificate("ca");
+        let frames = vec![frame(1, 0), frame(2, 3000), frame(3, 10)];
+        let peers = PeerCheck::Ca(node_cert);
+        let got = delivered(
+            Some(tls(&node, &peers)),
+            Some(tls(&node, &peers)),
+            frames.clone(),
+        );
+        let expected: Received = frames.into_iter().map(|frame| (1, frame)).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_self_signed_cluster_takes_any_certificate() {
+        let (node, _) = certificate("any");
+        let self_signed = CertificateSource {
+            self_signed: SelfSigned::Always,
+            ..node
+        };
+        let got = delivered(
+            Some(tls(&self_signed, &PeerCheck::Any)),
+            Some(tls(&self_signed, &PeerCheck::Any)),
+            vec![frame(1, 100)],
+        );
+        assert_eq!(got, vec![(1, frame(1, 100))]);
+    }
+
+    #[test]
+    fn a_dialer_refuses_an_acceptor_its_ca_did_not_sign_and_plain_meets_tls_nowhere() {
+        let (acceptor, _) = certificate("acceptor");
+        let (_, other_cert) = certificate("other");
+        let frames = vec![frame(1, 0)];
+        let wrong_ca = delivered(
+            Some(tls(&acceptor, &PeerCheck::Any)),
+            Some(tls(&acceptor, &PeerCheck::Ca(other_cert))),
+            frames.clone(),
+        );
+        assert!(wrong_ca.is_empty());
+        let plain_dialer = delivered(Some(tls(&acceptor, &PeerCheck::Any)), None, frames.clone());
+        assert!(plain_dialer.is_empty());
+        let plain_acceptor = delivered(None, Some(tls(&acceptor, &PeerCheck::Any)), frames);
+        assert!(plain_acceptor.is_empty());
+    }
 }

@@ -59,11 +59,6 @@ pub(crate) enum ClusterError {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "`cluster.tls` is not built yet: replica traffic is plaintext, authenticated by \
-         cluster.auth"
-    )]
-    Tls,
 }
 
 /// What cluster mode needs from the configuration and the command line.
@@ -75,6 +70,8 @@ pub(crate) struct ClusterStart<'a> {
     /// The largest client frame: a replicated op's body is one request and a little more.
     pub(crate) frame_size_max: usize,
     pub(crate) handshake_timeout: Duration,
+    /// `[cluster.tls]`, made ready by the composition (feature `tls`).
+    pub(crate) tls: Option<Rc<transport::replica::ReplicaTls>>,
     pub(crate) root: RootSeed,
 }
 
@@ -141,9 +138,6 @@ pub(crate) async fn start(
     start: ClusterStart<'_>,
 ) -> Result<(), ClusterError> {
     let settings = start.settings;
-    if settings.tls {
-        return Err(ClusterError::Tls);
-    }
     let id = start.replica_id;
     let cluster = cluster_id(&settings.name);
     let (replica, wal, out) = open_replica(&start, cluster).await?;
@@ -160,6 +154,7 @@ pub(crate) async fn start(
             .as_ref()
             .map(|auth| Secrets::new(&auth.current, auth.previous.as_deref())),
         frame_size_max: replica_frame_size_max(start.frame_size_max),
+        tls: start.tls.clone(),
         handshake_timeout: start.handshake_timeout,
     });
     let (outbound, messages) = start_bus(settings, &bus).await?;
