@@ -26,6 +26,7 @@ use segment::offsets::OffsetOwner;
 use crate::data::PartitionKey;
 use crate::metadata::MetadataOp;
 use crate::metadata::op_codec::{decode_op, encode_op};
+use crate::retries::Origin;
 
 /// The cluster as `GET_CLUSTER_METADATA` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,11 +150,14 @@ pub fn primary_only(request: &Request<'_>) -> Option<bool> {
 pub enum ReplicatedOp {
     Metadata(MetadataOp),
     /// A batch record appended to a partition at `now_us`, with the producer section the
-    /// primary read from it (dedupe runs at apply, on every node alike).
+    /// primary read from it (dedupe runs at apply, on every node alike), and the SDK
+    /// identity of the send, by which a retry of it is answered rather than applied again
+    /// (`crate::retries`).
     Append {
         key: PartitionKey,
         now_us: u64,
         producer: Option<(Producer, u32)>,
+        origin: Option<Origin>,
         batch: Vec<u8>,
     },
     /// A consumer's or group's offset stored (`forward_only`: a group's auto-commit, which
@@ -183,6 +187,11 @@ const KIND_APPEND: u8 = 2;
 const KIND_STORE_OFFSET: u8 = 3;
 const KIND_DELETE_OFFSET: u8 = 4;
 const KIND_REGISTER: u8 = 5;
+/// An append with its origin: [`KIND_APPEND`]'s layout after the kind, then the origin's
+/// client (16 bytes) and request (8) before the batch. Logs written before origins keep
+/// decoding as [`KIND_APPEND`].
+const KIND_APPEND_FROM: u8 = 6;
+const ORIGIN_SIZE: usize = 16 + 8;
 /// Kind, client id, user id, bind secret, token flag, token.
 const REGISTER_SIZE: usize = 1 + 16 + 4 + 32 + 1 + 32;
 /// Kind, partition key, owner kind and id; then a store's offset and direction.
@@ -208,10 +217,15 @@ impl ReplicatedOp {
                 key,
                 now_us,
                 producer,
+                origin,
                 batch,
             } => {
-                let mut bytes = Vec::with_capacity(APPEND_FIXED + batch.len());
-                bytes.push(KIND_APPEND);
+                let mut bytes = Vec::with_capacity(APPEND_FIXED + ORIGIN_SIZE + batch.len());
+                bytes.push(if origin.is_some() {
+                    KIND_APPEND_FROM
+                } else {
+                    KIND_APPEND
+                });
                 bytes.extend_from_slice(&key.stream_id.to_le_bytes());
                 bytes.extend_from_slice(&key.topic_id.to_le_bytes());
                 bytes.extend_from_slice(&key.partition_id.to_le_bytes());
@@ -232,6 +246,10 @@ impl ReplicatedOp {
                 bytes.extend_from_slice(&section.epoch.to_le_bytes());
                 bytes.extend_from_slice(&section.base_sequence.to_le_bytes());
                 bytes.extend_from_slice(&count.to_le_bytes());
+                if let Some(origin) = origin {
+                    bytes.extend_from_slice(&origin.client.to_le_bytes());
+                    bytes.extend_from_slice(&origin.request.to_le_bytes());
+                }
                 bytes.extend_from_slice(batch);
                 bytes
             }
@@ -271,7 +289,7 @@ impl ReplicatedOp {
             Some((&KIND_METADATA, rest)) => decode_op(rest)
                 .map(Self::Metadata)
                 .map_err(|_undecodable| OpDecodeError("metadata op")),
-            Some((&KIND_APPEND, _)) if bytes.len() > APPEND_FIXED => {
+            Some((&(KIND_APPEND | KIND_APPEND_FROM), _)) if bytes.len() > APPEND_FIXED => {
                 let mut reader = Fields(&bytes[1..]);
                 let key = PartitionKey {
                     stream_id: reader.u32(),
@@ -291,11 +309,23 @@ impl ReplicatedOp {
                     1 => Some((section, count)),
                     _ => return Err(OpDecodeError("producer flag")),
                 };
+                let (origin, batch_at) = if bytes[0] == KIND_APPEND_FROM {
+                    if bytes.len() <= APPEND_FIXED + ORIGIN_SIZE {
+                        return Err(OpDecodeError("append origin"));
+                    }
+                    let client = u128::from_le_bytes(reader.take());
+                    let request = u64::from_le_bytes(reader.take());
+                    let origin = Origin::of(client, request).ok_or(OpDecodeError("origin"))?;
+                    (Some(origin), APPEND_FIXED + ORIGIN_SIZE)
+                } else {
+                    (None, APPEND_FIXED)
+                };
                 Ok(Self::Append {
                     key,
                     now_us,
                     producer,
-                    batch: bytes[APPEND_FIXED..].to_vec(),
+                    origin,
+                    batch: bytes[batch_at..].to_vec(),
                 })
             }
             Some((&KIND_STORE_OFFSET, _)) if bytes.len() == OFFSET_FIXED + 9 => {
@@ -454,6 +484,7 @@ mod tests {
                     },
                     10,
                 )),
+                origin: crate::retries::Origin::of(0xfeed, 12),
                 batch: vec![5; 300],
             },
             ReplicatedOp::Append {
@@ -464,6 +495,7 @@ mod tests {
                 },
                 now_us: 1,
                 producer: None,
+                origin: None,
                 batch: vec![1],
             },
             ReplicatedOp::StoreOffset {

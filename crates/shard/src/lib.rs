@@ -29,6 +29,7 @@ pub mod outcome;
 pub mod procfs;
 pub mod refusal;
 pub mod reply_budget;
+pub mod retries;
 pub mod server;
 pub mod sessions;
 

@@ -99,6 +99,9 @@ pub struct Server {
     pub(crate) logins: RefCell<LoginLimiter>,
     /// Cluster mode: how changes are replicated before they apply (`crate::cluster`).
     pub(crate) replication: std::cell::OnceCell<Replication>,
+    /// Cluster mode: the sends applied, by their SDK identity, so a retry is not applied
+    /// twice.
+    pub(crate) retries: RefCell<crate::retries::Retries>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -179,6 +182,7 @@ impl Server {
             ),
             logins: RefCell::new(LoginLimiter::new(info.logins)),
             replication: std::cell::OnceCell::new(),
+            retries: RefCell::default(),
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),

@@ -226,6 +226,14 @@ fn replay_cluster_op() {
         key,
         now_us: 7,
         producer: None,
+        origin: None,
+        batch: vec![0; 300],
+    });
+    ops.push(ReplicatedOp::Append {
+        key,
+        now_us: 8,
+        producer: None,
+        origin: crate::retries::Origin::of(0xfeed, 3),
         batch: vec![0; 300],
     });
     ops.push(ReplicatedOp::StoreOffset {

@@ -17,7 +17,7 @@ use proto::primitives::{AckLevel, Consumer, ConsumerKind, Identifier, OptionalPa
 use super::metadata_tests::{
     call, code, connection, create_topic, decode, fixture, id, name, reply_to, root_user,
 };
-use crate::cluster::{ClusterStatus, ReplicatedOp, entry_body};
+use crate::cluster::{Applied, ClusterStatus, ReplicatedOp, entry_body};
 use crate::refusal::Refusal;
 use crate::server::{Replication, Server};
 
@@ -107,12 +107,13 @@ fn a_replicated_offset_store_is_answered_with_its_committed_op() {
             key,
             now_us: 1,
             producer: None,
+            origin: None,
             batch: crate::data::tests::batch(5, None),
         };
         let replication = server.replication().unwrap();
         let appended = replication.submit(&append, false).await;
         assert!(
-            matches!(appended, Ok(crate::cluster::Applied::Appended(_, 101))),
+            matches!(appended, Ok(Applied::Appended(_, 101))),
             "{appended:?}"
         );
         let mut root = connection(server, 0, Dialect::V0_12_2);
@@ -193,5 +194,45 @@ fn a_replicated_metadata_change_is_answered_with_its_op_as_commit_and_marker() {
         assert!(before < 101);
         assert_eq!((reply.commit, reply.committed_op), (101, 101));
         assert_eq!(server.commit_number(), 101);
+    });
+}
+
+/// A send retried after a lost answer (the same client id and request number, as the SDK
+/// resends it) commits as a new op but is answered with the first attempt's confirmation and
+/// op, and appends nothing; another request number appends.
+#[test]
+fn a_retried_send_is_answered_with_its_first_outcome_and_not_appended_twice() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let key = crate::data::PartitionKey {
+            stream_id: 0,
+            topic_id: 0,
+            partition_id: 0,
+        };
+        let send = |request| ReplicatedOp::Append {
+            key,
+            now_us: 1,
+            producer: None,
+            origin: crate::retries::Origin::of(0x00C0_FFEE, request),
+            batch: crate::data::tests::batch(5, None),
+        };
+        let replication = server.replication().unwrap();
+        let first = replication.submit(&send(9), false).await;
+        let retry = replication.submit(&send(9), false).await;
+        let next = replication.submit(&send(10), false).await;
+        let (Ok(Applied::Appended(first, 101)), Ok(Applied::Appended(retry, 101))) = (first, retry)
+        else {
+            panic!("the retry answers the first op, 101");
+        };
+        assert_eq!(first, retry);
+        assert_eq!(first.0[0].base_offset, 0);
+        let Ok(Applied::Appended(next, 103)) = next else {
+            panic!("another request is applied, as op 103");
+        };
+        assert_eq!(next.0[0].base_offset, 5, "the retry appended nothing");
     });
 }

@@ -215,6 +215,8 @@ pub(crate) struct PreparedSend {
     pub(crate) batch: Range<usize>,
     operation: Operation,
     commit: u64,
+    /// The send's SDK identity (cluster mode dedupes a retry by it).
+    origin: Option<crate::retries::Origin>,
 }
 
 /// The checks and the plan of a `SEND_MESSAGES` (101) whose caller passed
@@ -247,6 +249,7 @@ pub(crate) fn prepare_send(
         batch,
         operation,
         commit,
+        origin: crate::retries::Origin::of(header.client.get(), header.request.get()),
     })
 }
 
@@ -267,10 +270,12 @@ pub(crate) async fn append_prepared(
         plan,
         operation,
         commit,
+        origin,
         ..
     } = prepared;
     if let Some(replication) = server.replication() {
-        return append_replicated(server, replication, plan, &batch, operation, commit).await;
+        let send = (plan, origin);
+        return append_replicated(server, replication, send, &batch, operation, commit).await;
     }
     match server.data.send(&plan, batch, server.now_us()).await {
         Ok(confirmations) => Outcome::value(operation, confirmations, commit),
@@ -284,7 +289,7 @@ pub(crate) async fn append_prepared(
 async fn append_replicated(
     server: &Server,
     replication: &crate::server::Replication,
-    plan: SendPlan,
+    (plan, origin): (SendPlan, Option<crate::retries::Origin>),
     batch: &[u8],
     operation: Operation,
     commit: u64,
@@ -301,6 +306,7 @@ async fn append_replicated(
         key: plan.key,
         now_us: server.now_us(),
         producer: plan.producer,
+        origin,
         batch: batch.to_vec(),
     };
     match replication.submit(&op, persisted).await {

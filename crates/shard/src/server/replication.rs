@@ -135,8 +135,15 @@ impl Server {
                 key,
                 now_us,
                 producer,
+                origin,
                 batch,
             } => {
+                // A retry of a send already applied: its first outcome, not a second append.
+                if let Some(origin) = origin
+                    && let Some((confirmations, op)) = self.retries.borrow().get(origin)
+                {
+                    return Ok(Applied::Appended(confirmations, op));
+                }
                 let handle = self
                     .data
                     .partition(key)
@@ -147,8 +154,13 @@ impl Server {
                     producer,
                 };
                 let sent = self.data.send(&plan, batch.into(), now_us).await;
-                sent.map(|confirmations| Applied::Appended(confirmations, number))
-                    .map_err(|error| error.refusal())
+                let confirmations = sent.map_err(|error| error.refusal())?;
+                if let Some(origin) = origin {
+                    self.retries
+                        .borrow_mut()
+                        .record(origin, number, confirmations.clone());
+                }
+                Ok(Applied::Appended(confirmations, number))
             }
             ReplicatedOp::StoreOffset {
                 key,

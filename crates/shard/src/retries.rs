@@ -1,0 +1,141 @@
+//! Cluster mode's table of applied sends by their client's request identity, so a send the
+//! SDK retries after a lost answer (the primary died between commit and reply) is answered
+//! with the first attempt's outcome instead of appended twice. An SDK keeps `client` and
+//! `request` of a retried request (PROTOCOL.md §1.7). Every node fills the table as it
+//! applies ops, in op order, so a new primary holds the same table as the old one, and a
+//! restarted node rebuilds it by replaying its log.
+//!
+//! Bounded: [`REQUESTS_PER_CLIENT`] sends per client (more than the requests an SDK keeps in
+//! flight) and [`CLIENTS_MAX`] clients; the client whose latest send is oldest is forgotten
+//! first. Both rules depend only on the ops applied, so every node forgets alike.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use proto::commands::messages::SendConfirmations;
+
+/// The SDK identity of a request: its client id and request number (both non-zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    pub client: u128,
+    pub request: u64,
+}
+
+impl Origin {
+    /// The identity a request header names, if it names one (0 is "none" in both fields).
+    pub fn of(client: u128, request: u64) -> Option<Self> {
+        (client != 0 && request != 0).then_some(Self { client, request })
+    }
+}
+
+/// Sends remembered per client.
+pub const REQUESTS_PER_CLIENT: usize = 1024;
+/// Clients remembered.
+pub const CLIENTS_MAX: usize = 4096;
+
+/// One remembered send: its request number, the op that applied it, and what it answered.
+#[derive(Debug, Clone)]
+struct Applied {
+    request: u64,
+    op: u64,
+    confirmations: SendConfirmations,
+}
+
+/// Applied sends by origin (see the module docs).
+#[derive(Debug, Default)]
+pub struct Retries {
+    clients: BTreeMap<u128, VecDeque<Applied>>,
+}
+
+impl Retries {
+    /// The outcome of the send `origin` names, if it was applied: its confirmations and the
+    /// op that applied it.
+    pub fn get(&self, origin: Origin) -> Option<(SendConfirmations, u64)> {
+        let applied = self.clients.get(&origin.client)?;
+        let found = applied.iter().find(|each| each.request == origin.request)?;
+        Some((found.confirmations.clone(), found.op))
+    }
+
+    /// Records that the send `origin` was applied by `op` and answered `confirmations`.
+    pub fn record(&mut self, origin: Origin, op: u64, confirmations: SendConfirmations) {
+        if !self.clients.contains_key(&origin.client) && self.clients.len() >= CLIENTS_MAX {
+            let oldest = self
+                .clients
+                .iter()
+                .min_by_key(|(_, applied)| applied.back().map_or(0, |each| each.op))
+                .map(|(client, _)| *client);
+            if let Some(oldest) = oldest {
+                self.clients.remove(&oldest);
+            }
+        }
+        let applied = self.clients.entry(origin.client).or_default();
+        if applied.len() >= REQUESTS_PER_CLIENT {
+            applied.pop_front();
+        }
+        applied.push_back(Applied {
+            request: origin.request,
+            op,
+            confirmations,
+        });
+        debug_assert!(self.clients.len() <= CLIENTS_MAX);
+    }
+
+    /// Clients remembered.
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CLIENTS_MAX, Origin, REQUESTS_PER_CLIENT, Retries};
+    use proto::commands::messages::{Confirmation, SendConfirmations};
+
+    fn confirmations(base_offset: u64) -> SendConfirmations {
+        SendConfirmations(vec![Confirmation {
+            stream_id: 1,
+            topic_id: 1,
+            partition_id: 0,
+            base_offset,
+        }])
+    }
+
+    #[test]
+    fn a_retried_send_finds_its_first_outcome_and_another_request_does_not() {
+        let mut retries = Retries::default();
+        let first = Origin::of(7, 1).unwrap();
+        retries.record(first, 10, confirmations(100));
+        assert_eq!(retries.get(first), Some((confirmations(100), 10)));
+        assert_eq!(retries.get(Origin::of(7, 2).unwrap()), None);
+        assert_eq!(retries.get(Origin::of(8, 1).unwrap()), None);
+        assert_eq!(Origin::of(0, 1), None, "no client id, no identity");
+        assert_eq!(Origin::of(7, 0), None, "an unbound request has no number");
+    }
+
+    #[test]
+    fn the_table_forgets_the_oldest_requests_and_clients_first() {
+        let mut retries = Retries::default();
+        let total = u64::try_from(REQUESTS_PER_CLIENT).unwrap() + 5;
+        for request in 1..=total {
+            retries.record(
+                Origin::of(1, request).unwrap(),
+                request,
+                confirmations(request),
+            );
+        }
+        assert_eq!(retries.get(Origin::of(1, 5).unwrap()), None);
+        assert!(retries.get(Origin::of(1, 6).unwrap()).is_some());
+        let mut op = total;
+        for client in 2..=u128::try_from(CLIENTS_MAX).unwrap() + 1 {
+            op += 1;
+            retries.record(Origin::of(client, 1).unwrap(), op, confirmations(op));
+        }
+        assert_eq!(retries.len(), CLIENTS_MAX);
+        // Client 1's latest send is the oldest of all: it went first.
+        assert_eq!(retries.get(Origin::of(1, total).unwrap()), None);
+        assert!(retries.get(Origin::of(2, 1).unwrap()).is_some());
+    }
+}
