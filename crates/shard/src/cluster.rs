@@ -219,40 +219,7 @@ impl ReplicatedOp {
                 producer,
                 origin,
                 batch,
-            } => {
-                let mut bytes = Vec::with_capacity(APPEND_FIXED + ORIGIN_SIZE + batch.len());
-                bytes.push(if origin.is_some() {
-                    KIND_APPEND_FROM
-                } else {
-                    KIND_APPEND
-                });
-                bytes.extend_from_slice(&key.stream_id.to_le_bytes());
-                bytes.extend_from_slice(&key.topic_id.to_le_bytes());
-                bytes.extend_from_slice(&key.partition_id.to_le_bytes());
-                bytes.extend_from_slice(&now_us.to_le_bytes());
-                let (section, count) = producer.map_or(
-                    (
-                        Producer {
-                            producer_id: 0,
-                            epoch: 0,
-                            base_sequence: 0,
-                        },
-                        0,
-                    ),
-                    |producer| producer,
-                );
-                bytes.push(u8::from(producer.is_some()));
-                bytes.extend_from_slice(&section.producer_id.to_le_bytes());
-                bytes.extend_from_slice(&section.epoch.to_le_bytes());
-                bytes.extend_from_slice(&section.base_sequence.to_le_bytes());
-                bytes.extend_from_slice(&count.to_le_bytes());
-                if let Some(origin) = origin {
-                    bytes.extend_from_slice(&origin.client.to_le_bytes());
-                    bytes.extend_from_slice(&origin.request.to_le_bytes());
-                }
-                bytes.extend_from_slice(batch);
-                bytes
-            }
+            } => encode_append(*key, *now_us, *producer, *origin, batch),
             Self::StoreOffset {
                 key,
                 owner,
@@ -352,6 +319,48 @@ impl ReplicatedOp {
             _ => Err(OpDecodeError("kind or length")),
         }
     }
+}
+
+/// The bytes of a [`ReplicatedOp::Append`] ([`KIND_APPEND_FROM`] when it has an origin).
+fn encode_append(
+    key: PartitionKey,
+    now_us: u64,
+    producer: Option<(Producer, u32)>,
+    origin: Option<Origin>,
+    batch: &[u8],
+) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(APPEND_FIXED + ORIGIN_SIZE + batch.len());
+    bytes.push(if origin.is_some() {
+        KIND_APPEND_FROM
+    } else {
+        KIND_APPEND
+    });
+    bytes.extend_from_slice(&key.stream_id.to_le_bytes());
+    bytes.extend_from_slice(&key.topic_id.to_le_bytes());
+    bytes.extend_from_slice(&key.partition_id.to_le_bytes());
+    bytes.extend_from_slice(&now_us.to_le_bytes());
+    let (section, count) = producer.map_or(
+        (
+            Producer {
+                producer_id: 0,
+                epoch: 0,
+                base_sequence: 0,
+            },
+            0,
+        ),
+        |producer| producer,
+    );
+    bytes.push(u8::from(producer.is_some()));
+    bytes.extend_from_slice(&section.producer_id.to_le_bytes());
+    bytes.extend_from_slice(&section.epoch.to_le_bytes());
+    bytes.extend_from_slice(&section.base_sequence.to_le_bytes());
+    bytes.extend_from_slice(&count.to_le_bytes());
+    if let Some(origin) = origin {
+        bytes.extend_from_slice(&origin.client.to_le_bytes());
+        bytes.extend_from_slice(&origin.request.to_le_bytes());
+    }
+    bytes.extend_from_slice(batch);
+    bytes
 }
 
 /// A [`ReplicatedOp::Register`] of exactly [`REGISTER_SIZE`] bytes.

@@ -115,6 +115,43 @@ impl Server {
         }
     }
 
+    /// A committed append: appended, unless its origin names a send already applied (a
+    /// retry after a lost answer), which gets that send's outcome instead.
+    async fn apply_append(
+        &self,
+        number: u64,
+        (key, producer, origin): (
+            crate::data::PartitionKey,
+            Option<(proto::batch::Producer, u32)>,
+            Option<crate::retries::Origin>,
+        ),
+        batch: Vec<u8>,
+        now_us: u64,
+    ) -> Result<Applied, Refusal> {
+        if let Some(origin) = origin
+            && let Some((confirmations, op)) = self.retries.borrow().get(origin)
+        {
+            return Ok(Applied::Appended(confirmations, op));
+        }
+        let handle = self
+            .data
+            .partition(key)
+            .ok_or(Refusal::Missing(Missing::Partition))?;
+        let plan = SendPlan {
+            key,
+            handle,
+            producer,
+        };
+        let sent = self.data.send(&plan, batch.into(), now_us).await;
+        let confirmations = sent.map_err(|error| error.refusal())?;
+        if let Some(origin) = origin {
+            self.retries
+                .borrow_mut()
+                .record(origin, number, confirmations.clone());
+        }
+        Ok(Applied::Appended(confirmations, number))
+    }
+
     /// Applies the committed op numbered `number` (every node, in op order). A refusal is
     /// deterministic — every node refuses the same op alike — so the op then changes nothing
     /// anywhere.
@@ -138,29 +175,8 @@ impl Server {
                 origin,
                 batch,
             } => {
-                // A retry of a send already applied: its first outcome, not a second append.
-                if let Some(origin) = origin
-                    && let Some((confirmations, op)) = self.retries.borrow().get(origin)
-                {
-                    return Ok(Applied::Appended(confirmations, op));
-                }
-                let handle = self
-                    .data
-                    .partition(key)
-                    .ok_or(Refusal::Missing(Missing::Partition))?;
-                let plan = SendPlan {
-                    key,
-                    handle,
-                    producer,
-                };
-                let sent = self.data.send(&plan, batch.into(), now_us).await;
-                let confirmations = sent.map_err(|error| error.refusal())?;
-                if let Some(origin) = origin {
-                    self.retries
-                        .borrow_mut()
-                        .record(origin, number, confirmations.clone());
-                }
-                Ok(Applied::Appended(confirmations, number))
+                let plan = (key, producer, origin);
+                self.apply_append(number, plan, batch, now_us).await
             }
             ReplicatedOp::StoreOffset {
                 key,
