@@ -83,12 +83,6 @@ impl Entry {
     }
 }
 
-/// How many entries at the start of `log` form a chain: ops 1, 2, 3 … each intact and naming
-/// its predecessor's checksum.
-pub(crate) fn chain_length(log: &[Entry]) -> usize {
-    chain_length_from(log, 1, ROOT_CHECKSUM)
-}
-
 /// How many entries at the start of `log` form a chain from op `first`, the first naming
 /// `head` as its parent.
 pub(crate) fn chain_length_from(log: &[Entry], first: Op, head: Checksum) -> usize {

@@ -48,6 +48,7 @@ mod message;
 mod outbox;
 mod recovery;
 mod replica;
+mod restore;
 mod view_change;
 pub mod wire;
 
@@ -57,6 +58,7 @@ pub use entry::{Checksum, Entry, Op, ROOT_CHECKSUM};
 pub use message::{Command, Message, Suffix};
 pub use outbox::{Completion, Effect, Outbox};
 pub use replica::{Durable, Replica, Status};
+pub use restore::Restore;
 
 /// Replica sets are `u16` bitsets.
 pub const REPLICAS_MAX: usize = 16;

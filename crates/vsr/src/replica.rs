@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::catch_up::CatchUp;
-use crate::entry::{ROOT_CHECKSUM, chain_length};
+use crate::entry::{ROOT_CHECKSUM, chain_length_from};
 use crate::{
     Break, Checksum, ClientTable, Completion, Config, EVICT_SLACK, Effect, Entry, Message, Op,
     Outbox, PIPELINE_MAX, REPAIR_PREPARES_MAX, REPLICAS_MAX, REQUEST_QUEUE_MAX, ReplicaId,
@@ -26,15 +26,36 @@ pub enum Status {
 }
 
 /// What a replica finds on its disk at start.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Durable {
     pub view: View,
     pub log_view: View,
-    /// The entries read back, in op order (a torn tail is cut off here).
+    /// The entries read back, in op order, after `base` (a torn tail is cut off here).
     pub log: Vec<Entry>,
     /// The disk replaced a lost one and the recovery has not finished: the replica must be
     /// started with [`Replica::recover`], never [`Replica::open`].
     pub recovering: bool,
+    /// Ops `1..=base` were read back, known committed and applied by the caller at start
+    /// ([`crate::Restore`]); 0 when the whole log is in `log`.
+    pub base: Op,
+    /// The checksum of the entry at `base` ([`ROOT_CHECKSUM`] for 0).
+    pub base_checksum: Checksum,
+    /// The client table after the ops up to `base`.
+    pub clients: ClientTable,
+}
+
+impl Default for Durable {
+    fn default() -> Self {
+        Self {
+            view: 0,
+            log_view: 0,
+            log: Vec::new(),
+            recovering: false,
+            base: 0,
+            base_checksum: ROOT_CHECKSUM,
+            clients: ClientTable::default(),
+        }
+    }
 }
 
 /// One client request waiting for room in the pipeline.
@@ -212,10 +233,17 @@ impl Replica {
     fn adopt_durable(&mut self, durable: Durable) {
         let mut log = durable.log;
         // Keep the longest intact chain: a torn last entry was never acknowledged.
-        log.truncate(chain_length(&log));
+        let first = durable.base.saturating_add(1);
+        log.truncate(chain_length_from(&log, first, durable.base_checksum));
         self.view = durable.view;
         self.log_view = durable.log_view;
         self.log_view_durable = durable.log_view;
+        // What the caller applied at start is committed, applied and written.
+        self.base = durable.base;
+        self.base_checksum = durable.base_checksum;
+        self.commit = durable.base;
+        self.applied = durable.base;
+        self.clients = durable.clients;
         self.log = log;
         self.durable = self.op();
     }

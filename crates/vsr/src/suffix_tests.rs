@@ -37,6 +37,7 @@ fn opened(id: u8, log: Vec<Entry>, out: &mut Outbox) -> Replica {
         log_view: 0,
         log,
         recovering: false,
+        ..Durable::default()
     };
     Replica::open(Config::new(3), id, durable, 0, out)
 }

@@ -177,6 +177,7 @@ fn a_torn_last_entry_is_cut_at_start() {
         log_view: 0,
         log: vec![first, torn],
         recovering: false,
+        ..Durable::default()
     };
     let mut out = Outbox::new();
     let replica = Replica::open(Config::new(3), 1, durable, 0, &mut out);
@@ -253,6 +254,7 @@ fn a_shorter_view_log_is_labelled_only_after_the_cut_is_written() {
         log_view: 0,
         log: vec![first.clone(), second],
         recovering: false,
+        ..Durable::default()
     };
     let mut out = Outbox::new();
     let mut backup = Replica::open(Config::new(3), 2, durable, 0, &mut out);
@@ -334,6 +336,7 @@ fn a_primary_restarted_between_views_moves_to_the_next_view() {
         log_view: 3,
         log: vec![],
         recovering: false,
+        ..Durable::default()
     };
     let mut out = Outbox::new();
     let replica = Replica::open(Config::new(3), 1, durable, 0, &mut out);

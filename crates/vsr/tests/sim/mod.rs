@@ -10,7 +10,7 @@ pub mod rng;
 
 use std::sync::Arc;
 
-use vsr::{Break, Completion, Config, Effect, Entry, Message, Outbox, Replica, Status};
+use vsr::{Break, Completion, Config, Effect, Entry, Message, Outbox, Replica, Restore, Status};
 
 use checker::Checker;
 use disk::Disk;
@@ -377,18 +377,24 @@ impl World {
                 self.summary.wipes += 1;
             }
             let clock = self.clocks[index];
+            self.checker.restarted(index);
             let replica = if wipe || node.disk.durable.recovering {
                 let nonce = node.starts;
                 Replica::recover(self.config.clone(), id, clock, nonce, &mut out)
             } else {
-                Replica::open(
-                    self.config.clone(),
-                    id,
-                    node.disk.durable.clone(),
-                    clock,
-                    &mut out,
-                )
+                // As the server does: the log read back through a `Restore`, which hands
+                // back the ops it proves committed to be applied before the replica opens.
+                let disk = &node.disk.durable;
+                let mut restore = Restore::default();
+                for entry in &disk.log {
+                    if let Some(committed) = restore.push(entry.clone()) {
+                        self.checker.commit(index, &committed)?;
+                    }
+                }
+                let durable = restore.finish(disk.view, disk.log_view);
+                Replica::open(self.config.clone(), id, durable, clock, &mut out)
             };
+            let node = &mut self.nodes[index];
             if std::env::var_os("VSR_DEBUG").is_some() {
                 println!(
                     "{} r{index}: start {} log {}",
@@ -398,7 +404,6 @@ impl World {
                 );
             }
             node.replica = Some(replica);
-            self.checker.restarted(index);
             self.execute(index, &mut out)?;
         }
         Ok(())

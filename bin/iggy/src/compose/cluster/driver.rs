@@ -49,6 +49,8 @@ pub(crate) struct Driver {
     pub(crate) root_asked: Rc<Cell<bool>>,
     /// The view and status last published, to log each change once.
     pub(crate) published: Option<(u32, Status)>,
+    /// The ops applied at start, as the log was read back (the commit known then).
+    pub(crate) restored: u64,
 }
 
 enum Event {
@@ -162,10 +164,16 @@ impl Driver {
             .filter(|peer| self.outbound.is_connected(*peer))
             .fold(0u16, |set, peer| set | (1 << peer));
         let normal = self.replica.status() == Status::Normal;
-        // A restarted replica knows no commit until it hears the primary: until then its
-        // state is not the cluster's even if it has applied all it knows.
+        // A restarted replica knows only the commit its own log proves until it hears the
+        // primary: until then its state is not the cluster's even if it has applied all it
+        // knows.
         let (applied, commit) = (self.replica.applied(), self.replica.commit());
-        let caught_up = applied == commit && (commit > 0 || self.replica.op() == 0);
+        let heard = if self.restored > 0 {
+            commit > self.restored
+        } else {
+            commit > 0 || self.replica.op() == 0
+        };
+        let caught_up = applied == commit && heard;
         self.status
             .publish(view, primary, normal, reachable, caught_up);
     }
@@ -278,18 +286,26 @@ impl Driver {
     }
 
     async fn apply(&mut self, entry: Entry) {
-        let op = entry_body(&entry.body).and_then(|(_, op)| ReplicatedOp::decode(op).ok());
-        let outcome = if let Some(op) = op {
-            self.server.apply_replicated(entry.op, op).await
-        } else {
-            log::error!("cluster: committed op {} is not a replicated op", entry.op);
-            Err(Refusal::Internal)
-        };
+        let outcome = apply_committed(&self.server, &entry).await;
         if entry.client == self.client
             && let Some((_, reply)) = self.pending.remove(&entry.request)
         {
             reply.send(outcome);
         }
+    }
+}
+
+/// Applies the committed `entry` to `server`: its outcome.
+pub(crate) async fn apply_committed(
+    server: &Server,
+    entry: &Entry,
+) -> Result<shard::cluster::Applied, Refusal> {
+    let op = entry_body(&entry.body).and_then(|(_, op)| ReplicatedOp::decode(op).ok());
+    if let Some(op) = op {
+        server.apply_replicated(entry.op, op).await
+    } else {
+        log::error!("cluster: committed op {} is not a replicated op", entry.op);
+        Err(Refusal::Internal)
     }
 }
 

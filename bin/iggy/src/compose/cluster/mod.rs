@@ -140,7 +140,8 @@ pub(crate) async fn start(
     let settings = start.settings;
     let id = start.replica_id;
     let cluster = cluster_id(&settings.name);
-    let (replica, wal, out) = open_replica(&start, cluster).await?;
+    let (replica, wal, out) = open_replica(server, &start, cluster).await?;
+    let restored = replica.applied();
     let mut peers = Vec::new();
     for node in settings.nodes.iter().filter(|node| node.replica_id != id) {
         peers.push((node.replica_id, replica_address(settings, node.replica_id)?));
@@ -175,6 +176,7 @@ pub(crate) async fn start(
         root: Some(start.root),
         root_asked: Rc::new(Cell::new(false)),
         published: None,
+        restored,
     };
     // Published before any request is served, so none reads the status's defaults.
     driver.publish();
@@ -185,6 +187,7 @@ pub(crate) async fn start(
 /// Opens `cluster/` and the replica on it: resumed from its log, recovering from its peers
 /// (a lost disk: `--recover`, or a recovery a crash interrupted), or formatted (a new node).
 async fn open_replica(
+    server: &Server,
     start: &ClusterStart<'_>,
     cluster: u128,
 ) -> Result<(Replica, wal::Wal, Outbox), ClusterError> {
@@ -194,8 +197,8 @@ async fn open_replica(
         path: directory.clone(),
         source,
     };
-    let opened = wal::Wal::open(&directory).await.map_err(log_error)?;
-    if let Some(superblock) = &opened.superblock
+    let superblock = wal::superblock(&directory).map_err(log_error)?;
+    if let Some(superblock) = &superblock
         && (superblock.cluster != cluster || superblock.replica != id)
     {
         return Err(ClusterError::Foreign {
@@ -205,16 +208,23 @@ async fn open_replica(
     }
     let config = replica_config(start.settings);
     let mut out = Outbox::new();
-    let replica = match (&opened.superblock, start.recover) {
+    let mut reader = wal::LogReader::open(&directory).map_err(log_error)?;
+    let replica = match (&superblock, start.recover) {
         (Some(superblock), false) if !superblock.recovering => {
-            let durable = vsr::Durable {
-                view: superblock.view,
-                log_view: superblock.log_view,
-                log: opened.log,
-                recovering: false,
-            };
-            let (view, ops) = (superblock.view, durable.log.len());
-            log::info!("cluster: replica {id} opens its log (view {view}, {ops} ops)");
+            // The ops the log proves committed are applied as they are read; only the
+            // last pipeline of them stays in memory for the replica.
+            let mut restore = vsr::Restore::default();
+            while let Some(entry) = reader.next().map_err(log_error)? {
+                if let Some(committed) = restore.push(entry) {
+                    let _ = driver::apply_committed(server, &committed).await;
+                }
+            }
+            let durable = restore.finish(superblock.view, superblock.log_view);
+            let (view, applied, ops) = (superblock.view, durable.base, durable.log.len());
+            log::info!(
+                "cluster: replica {id} opens its log (view {view}): applied ops 1..={applied} \
+                 as read, {ops} ops after them"
+            );
             Replica::open(config, id, durable, 0, &mut out)
         }
         (Some(_), _) | (None, true) => {
@@ -230,11 +240,12 @@ async fn open_replica(
                 log_view: 0,
                 recovering: false,
             };
-            opened.wal.persist(&superblock).map_err(log_error)?;
+            wal::persist_superblock(&directory, &superblock).map_err(log_error)?;
             Replica::format(config, id)
         }
     };
-    Ok((replica, opened.wal, out))
+    let wal = reader.finish().await.map_err(log_error)?;
+    Ok((replica, wal, out))
 }
 
 /// Binds the replica port, accepts the peers' connections (their frames decoded into the

@@ -6,18 +6,21 @@
 //! view's log replaces its tail, replacing the superblock — are blocking calls, each one
 //! followed by the syncs that make it durable before the replica is told.
 
-use std::io;
+use std::collections::VecDeque;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use compio::BufResult;
 use compio::fs::File;
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
-use vsr::journal::{Superblock, encode_record, record_size, scan, scan_from};
+use vsr::journal::{Superblock, encode_record, record_size, scan_from};
 use vsr::{Entry, Op};
 
 const LOG_FILE: &str = "log.vsr";
 const SUPERBLOCK_FILE: &str = "superblock.vsr";
 const SUPERBLOCK_NEW: &str = "superblock.vsr.new";
+/// Bytes read at a time when the log is read back at start.
+const READ_CHUNK: usize = 8 << 20;
 
 /// The open log and where each entry ends in it.
 pub(crate) struct Wal {
@@ -27,66 +30,120 @@ pub(crate) struct Wal {
     ends: Vec<u64>,
 }
 
-/// What the directory held at start.
-pub(crate) struct Opened {
-    pub(crate) wal: Wal,
-    /// `None`: no superblock yet (a node that never ran in this cluster).
-    pub(crate) superblock: Option<Superblock>,
-    pub(crate) log: Vec<Entry>,
+/// The superblock of `directory` (`None`: none yet, a node that never ran in this cluster).
+pub(crate) fn superblock(directory: &Path) -> io::Result<Option<Superblock>> {
+    std::fs::create_dir_all(directory)?;
+    match std::fs::read(directory.join(SUPERBLOCK_FILE)) {
+        Ok(bytes) => Superblock::decode(&bytes).map(Some).map_err(|error| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("superblock: {error}"))
+        }),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
-impl Wal {
-    /// Opens (creating) `directory`, reads the superblock and the log, and cuts a torn tail.
-    pub(crate) async fn open(directory: &Path) -> io::Result<Opened> {
+/// Replaces the superblock of `directory`: a new file, synced, renamed over the old, the
+/// directory synced.
+pub(crate) fn persist_superblock(directory: &Path, superblock: &Superblock) -> io::Result<()> {
+    let new = directory.join(SUPERBLOCK_NEW);
+    {
+        let file = std::fs::File::create(&new)?;
+        io::Write::write_all(&mut &file, &superblock.encode())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&new, directory.join(SUPERBLOCK_FILE))?;
+    std::fs::File::open(directory)?.sync_all()
+}
+
+/// The log of a directory read back at start, a chunk at a time: its intact records in op
+/// order ([`LogReader::next`]), then the open [`Wal`] with a torn tail cut
+/// ([`LogReader::finish`]). Memory holds one chunk's records, whatever the log's size.
+pub(crate) struct LogReader {
+    directory: PathBuf,
+    file: Option<std::fs::File>,
+    /// Bytes read and not yet decoded (a record split across chunks, or a torn tail).
+    pending: Vec<u8>,
+    ready: VecDeque<Entry>,
+    ends: Vec<u64>,
+    next_op: Op,
+    eof: bool,
+}
+
+impl LogReader {
+    pub(crate) fn open(directory: &Path) -> io::Result<Self> {
         std::fs::create_dir_all(directory)?;
-        let superblock = match std::fs::read(directory.join(SUPERBLOCK_FILE)) {
-            Ok(bytes) => Some(Superblock::decode(&bytes).map_err(|error| {
-                io::Error::new(io::ErrorKind::InvalidData, format!("superblock: {error}"))
-            })?),
+        let file = match std::fs::File::open(directory.join(LOG_FILE)) {
+            Ok(file) => Some(file),
             Err(error) if error.kind() == io::ErrorKind::NotFound => None,
             Err(error) => return Err(error),
         };
-        let path = directory.join(LOG_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(error) => return Err(error),
-        };
-        let (log, used) = scan(&bytes);
-        let mut ends = Vec::with_capacity(log.len());
-        let mut end = 0u64;
-        for entry in &log {
-            end += record_size(entry);
-            ends.push(end);
+        Ok(Self {
+            directory: directory.to_owned(),
+            eof: file.is_none(),
+            file,
+            pending: Vec::new(),
+            ready: VecDeque::new(),
+            ends: Vec::new(),
+            next_op: 1,
+        })
+    }
+
+    /// The next intact record's entry, in op order; `None` at the end of them.
+    pub(crate) fn next(&mut self) -> io::Result<Option<Entry>> {
+        loop {
+            if let Some(entry) = self.ready.pop_front() {
+                return Ok(Some(entry));
+            }
+            let Some(file) = self.file.as_mut().filter(|_| !self.eof) else {
+                return Ok(None);
+            };
+            let start = self.pending.len();
+            self.pending.resize(start + READ_CHUNK, 0);
+            let read = file.read(&mut self.pending[start..])?;
+            self.pending.truncate(start + read);
+            self.eof = read == 0;
+            let (entries, used) = scan_from(&self.pending, self.next_op);
+            let mut end = self.ends.last().copied().unwrap_or(0);
+            for entry in entries {
+                end += record_size(&entry);
+                self.ends.push(end);
+                self.next_op += 1;
+                self.ready.push_back(entry);
+            }
+            self.pending.drain(..used);
         }
-        debug_assert_eq!(end, used as u64);
+    }
+
+    /// The log open for appends; bytes after the last intact record (a torn tail) are cut
+    /// and the cut synced.
+    pub(crate) async fn finish(mut self) -> io::Result<Wal> {
+        while self.next()?.is_some() {}
+        let path = self.directory.join(LOG_FILE);
         let file = compio::fs::OpenOptions::new()
             .create(true)
             .read(true)
             .write(true)
             .open(&path)
             .await?;
-        if bytes.len() > used {
+        let used = self.ends.last().copied().unwrap_or(0);
+        if !self.pending.is_empty() {
             log::warn!(
                 "cluster log: cut a torn tail of {} bytes after op {}",
-                bytes.len() - used,
-                log.len()
+                self.pending.len(),
+                self.ends.len()
             );
-            file.set_len(used as u64).await?;
+            file.set_len(used).await?;
             file.sync_all().await?;
         }
-        let wal = Self {
-            directory: directory.to_owned(),
+        Ok(Wal {
+            directory: self.directory,
             log: file,
-            ends,
-        };
-        Ok(Opened {
-            wal,
-            superblock,
-            log,
+            ends: self.ends,
         })
     }
+}
 
+impl Wal {
     /// The entries of ops `op_min..=op_max` read back from the log (a replica asks for ops its
     /// state machine dropped from memory). An op beyond the log, or a record that does not
     /// decode as the op expected, is an error: the log was written and synced before.
@@ -121,14 +178,7 @@ impl Wal {
     /// Replaces the superblock: a new file, synced, renamed over the old, the directory
     /// synced.
     pub(crate) fn persist(&self, superblock: &Superblock) -> io::Result<()> {
-        let new = self.directory.join(SUPERBLOCK_NEW);
-        {
-            let file = std::fs::File::create(&new)?;
-            io::Write::write_all(&mut &file, &superblock.encode())?;
-            file.sync_all()?;
-        }
-        std::fs::rename(&new, self.directory.join(SUPERBLOCK_FILE))?;
-        std::fs::File::open(&self.directory)?.sync_all()
+        persist_superblock(&self.directory, superblock)
     }
 
     /// Drops every entry from `op_min` on, appends `entries` (ops `op_min`…), and syncs
@@ -171,5 +221,56 @@ impl Wal {
             self.log.sync_data().await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use vsr::journal::encode_record;
+    use vsr::{Entry, ROOT_CHECKSUM};
+
+    use super::{LOG_FILE, LogReader, READ_CHUNK};
+
+    /// Three records, one larger than a read chunk (so records span chunks), then a torn
+    /// tail: all three come back in order, the tail is cut, and reads find each op.
+    #[test]
+    fn a_log_read_back_in_chunks_gives_every_record_and_cuts_a_torn_tail() {
+        let directory = tempfile::tempdir().unwrap();
+        let sizes = [100, READ_CHUNK + READ_CHUNK / 2, 3000];
+        let mut entries: Vec<Entry> = Vec::new();
+        for (index, size) in sizes.into_iter().enumerate() {
+            let op = u64::try_from(index).unwrap() + 1;
+            let parent = entries.last().map_or(ROOT_CHECKSUM, |entry| entry.checksum);
+            let body: Arc<[u8]> = vec![u8::try_from(index).unwrap(); size].into();
+            entries.push(Entry::new(op, 0, 1, op, parent, body));
+        }
+        let mut bytes = Vec::new();
+        for entry in &entries {
+            encode_record(entry, &mut bytes);
+        }
+        let intact = bytes.len();
+        bytes.extend_from_slice(b"VSRL and then the crash");
+        std::fs::write(directory.path().join(LOG_FILE), &bytes).unwrap();
+        compio::runtime::Runtime::new().unwrap().block_on(async {
+            let mut reader = LogReader::open(directory.path()).unwrap();
+            let mut read = Vec::new();
+            while let Some(entry) = reader.next().unwrap() {
+                read.push(entry);
+            }
+            assert_eq!(read, entries);
+            let wal = reader.finish().await.unwrap();
+            let length = std::fs::metadata(directory.path().join(LOG_FILE))
+                .unwrap()
+                .len();
+            assert_eq!(
+                length,
+                u64::try_from(intact).unwrap(),
+                "the torn tail is cut"
+            );
+            assert_eq!(wal.read(2, 3).await.unwrap(), entries[1..].to_vec());
+            assert!(wal.read(3, 4).await.is_err(), "op 4 is not in the log");
+        });
     }
 }
