@@ -40,6 +40,8 @@ pub const PEER_QUEUE_MAX: usize = 1024;
 /// Bytes waiting for one peer (a frame into an empty queue is always taken, whatever its
 /// size): a peer that is down or slow costs at most this much memory.
 pub const PEER_QUEUE_BYTES_MAX: usize = 64 << 20;
+/// Bytes of a frame body read (and allocated) at a time.
+const BODY_PIECE: usize = 1 << 20;
 /// Accepted connections at once: two per peer leaves room for a reconnect racing the old.
 const INBOUND_PER_PEER: usize = 2;
 const REDIAL_PAUSE_MIN: Duration = Duration::from_millis(50);
@@ -337,7 +339,15 @@ async fn receive_on<S: AsyncRead + AsyncWrite>(
             return Err(io::Error::new(io::ErrorKind::InvalidData, reason));
         }
         let mut frame = header;
-        frame.extend_from_slice(&read_exactly(&mut stream, size - HEADER_SIZE).await?);
+        // The body is read in pieces, so memory grows only with bytes that actually arrive:
+        // a header may declare up to a pipeline of client frames, and without cluster.auth
+        // anyone who can reach the port gets this far.
+        let mut left = size - HEADER_SIZE;
+        while left > 0 {
+            let piece = left.min(BODY_PIECE);
+            frame.extend_from_slice(&read_exactly(&mut stream, piece).await?);
+            left -= piece;
+        }
         if !deliver(replica, frame) {
             let reason = format!("replica {replica} sent an invalid frame");
             return Err(io::Error::new(io::ErrorKind::InvalidData, reason));
