@@ -124,7 +124,7 @@ impl crate::Replica {
         let Some((view, log)) = self.recovery_target.take() else {
             return;
         };
-        let (commit, target) = (log.commit, log.commit);
+        let commit = log.commit;
         match self.assemble(log) {
             Ok((from, entries)) => {
                 self.catch_up = None;
@@ -138,7 +138,7 @@ impl crate::Replica {
             Err(log) => {
                 let primary = self.config.primary(view);
                 self.recovery_target = Some((view, log));
-                if !self.fetch(primary, target, out) {
+                if !self.fetch(primary, commit, out) {
                     self.invalid = self.invalid.saturating_add(1);
                     self.recovery_target = None;
                 }

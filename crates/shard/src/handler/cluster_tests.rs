@@ -73,6 +73,13 @@ fn route_request() -> GetPartitionRoute {
     }
 }
 
+/// Partition 0 of the topic [`orders`] creates.
+const FIRST_PARTITION: crate::data::PartitionKey = crate::data::PartitionKey {
+    stream_id: 0,
+    topic_id: 0,
+    partition_id: 0,
+};
+
 /// `stream/topic` with two partitions, created before cluster mode is on.
 async fn orders(server: &Server) {
     root_user(server).await;
@@ -98,11 +105,7 @@ fn a_replicated_offset_store_is_answered_with_its_committed_op() {
         orders(server).await;
         let status = replicate(server, 0);
         status.publish(0, 0, true, 0b110, true);
-        let key = crate::data::PartitionKey {
-            stream_id: 0,
-            topic_id: 0,
-            partition_id: 0,
-        };
+        let key = FIRST_PARTITION;
         let append = ReplicatedOp::Append {
             key,
             now_us: 1,
@@ -208,11 +211,7 @@ fn a_retried_send_is_answered_with_its_first_outcome_and_not_appended_twice() {
         orders(server).await;
         let status = replicate(server, 0);
         status.publish(0, 0, true, 0b110, true);
-        let key = crate::data::PartitionKey {
-            stream_id: 0,
-            topic_id: 0,
-            partition_id: 0,
-        };
+        let key = FIRST_PARTITION;
         let send = |request| ReplicatedOp::Append {
             key,
             now_us: 1,

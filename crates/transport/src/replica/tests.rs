@@ -34,9 +34,25 @@ fn config(replica: u8, peer: (u8, std::net::SocketAddr), secret: &[u8], name: &s
     }
 }
 
+/// Acceptor 0's configuration (its one peer, replica 1, is never dialed).
+fn acceptor() -> BusConfig {
+    let unused = "127.0.0.1:9".parse().unwrap();
+    config(0, (1, unused), &[7; 32], "bus-test")
+}
+
 /// What acceptor 0 receives within `wait` from a dialer configured by `dialer`, which
 /// sends `frames`.
 fn delivered(
+    dialer: impl FnOnce(std::net::SocketAddr) -> BusConfig,
+    frames: Vec<Vec<u8>>,
+) -> Vec<(u8, Vec<u8>)> {
+    delivered_to(acceptor(), dialer, frames)
+}
+
+/// What an acceptor configured as `acceptor` receives within `wait` from a dialer
+/// configured by `dialer`, which sends `frames`.
+fn delivered_to(
+    acceptor: BusConfig,
     dialer: impl FnOnce(std::net::SocketAddr) -> BusConfig,
     frames: Vec<Vec<u8>>,
 ) -> Vec<(u8, Vec<u8>)> {
@@ -45,8 +61,7 @@ fn delivered(
         .block_on(async move {
             let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap();
-            let unused = "127.0.0.1:9".parse().unwrap();
-            let acceptor = Rc::new(config(0, (1, unused), &[7; 32], "bus-test"));
+            let acceptor = Rc::new(acceptor);
             let received: Rc<RefCell<Received>> = Rc::default();
             let sink = Rc::clone(&received);
             let deliver = Rc::new(move |from: u8, frame: Vec<u8>| {
@@ -108,14 +123,12 @@ fn an_oversized_frame_ends_the_connection_before_its_body() {
 /// the frames run inside the session.
 #[cfg(feature = "tls")]
 mod tls {
-    use std::cell::RefCell;
     use std::path::PathBuf;
     use std::rc::Rc;
-    use std::time::Duration;
 
+    use super::super::BusConfig;
     use super::super::tls::{PeerCheck, ReplicaTls};
-    use super::super::{BusConfig, accept, dial};
-    use super::{Received, config, frame};
+    use super::{Received, acceptor, config, delivered_to, frame};
     use crate::tls::{CertificateSource, SelfSigned};
 
     /// A certificate for `127.0.0.1` written as PEM files; returns the source and the
@@ -149,34 +162,15 @@ mod tls {
         dialer_tls: Option<Rc<ReplicaTls>>,
         frames: Vec<Vec<u8>>,
     ) -> Received {
-        compio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(async move {
-                let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let address = listener.local_addr().unwrap();
-                let unused = "127.0.0.1:9".parse().unwrap();
-                let acceptor = BusConfig {
-                    tls: acceptor_tls,
-                    ..config(0, (1, unused), &[7; 32], "bus-test")
-                };
-                let received: Rc<RefCell<Received>> = Rc::default();
-                let sink = Rc::clone(&received);
-                let deliver = Rc::new(move |from: u8, frame: Vec<u8>| {
-                    sink.borrow_mut().push((from, frame));
-                    true
-                });
-                compio::runtime::spawn(accept(listener, Rc::new(acceptor), deliver)).detach();
-                let dialer = BusConfig {
-                    tls: dialer_tls,
-                    ..config(1, (0, address), &[7; 32], "bus-test")
-                };
-                let outbound = dial(&Rc::new(dialer));
-                for frame in frames {
-                    outbound.send(0, frame);
-                }
-                compio::time::sleep(Duration::from_millis(500)).await;
-                received.take()
-            })
+        let acceptor = BusConfig {
+            tls: acceptor_tls,
+            ..acceptor()
+        };
+        let dialer = |address| BusConfig {
+            tls: dialer_tls,
+            ..config(1, (0, address), &[7; 32], "bus-test")
+        };
+        delivered_to(acceptor, dialer, frames)
     }
 
     #[test]
