@@ -640,16 +640,13 @@ async fn serve_tcp(
         tcp.local_address(),
         handoffs.tcp.len()
     );
+    let pool = Rc::new(pool::Pool::new_unchecked(handoffs.pool));
+    publish_pool(&server, &pool);
     let handler = Rc::new(crate::shard_handler::ShardHandler {
         server,
         transport: shard::TransportKind::Tcp,
     });
-    let local = transport::tcp::TcpShard::new(
-        tcp_config,
-        handler,
-        handoffs.tcp_connections,
-        Rc::new(pool::Pool::new_unchecked(handoffs.pool)),
-    );
+    let local = transport::tcp::TcpShard::new(tcp_config, handler, handoffs.tcp_connections, pool);
     local.set_peers(handoffs.tcp.clone());
     let others = handoffs.tcp.into_iter().flatten().collect();
     tcp.accept(&local, others, handoffs.tcp_inbox, shutdown)
@@ -839,8 +836,9 @@ impl Handed {
             let Some((inbox, config)) = tcp else {
                 return;
             };
-            let handler = transport_handler(server, shard::TransportKind::Tcp);
             let pool = Rc::new(pool::Pool::new_unchecked(pool));
+            publish_pool(&server, &pool);
+            let handler = transport_handler(server, shard::TransportKind::Tcp);
             let local = transport::tcp::TcpShard::new(config, handler, tcp_connections, pool);
             local.set_peers(tcp_peers);
             local.receive(inbox).await;
@@ -853,4 +851,22 @@ impl Handed {
         };
         futures_util::future::join(tcp, websocket).await;
     }
+}
+
+/// Publishes the shard's buffer-pool counters to its metrics once a second (the pool never
+/// leaves its thread; a scrape on another reads what was published), while metrics record.
+fn publish_pool(server: &Rc<Server>, pool: &Rc<pool::Pool>) {
+    if !server.metrics().enabled() {
+        return;
+    }
+    let (server, pool) = (Rc::clone(server), Rc::downgrade(pool));
+    compio::runtime::spawn(async move {
+        let mut interval = compio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            interval.tick().await;
+            let Some(pool) = pool.upgrade() else { return };
+            server.metrics().publish_pool(&pool);
+        }
+    })
+    .detach();
 }

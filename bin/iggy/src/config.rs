@@ -120,6 +120,9 @@ pub(crate) struct HttpSettings {
     pub(crate) jwt_encoding_secret: Vec<u8>,
     pub(crate) jwt_decoding_secret: Vec<u8>,
     pub(crate) tls: TlsSettings,
+    /// `[http.metrics]`: `GET endpoint` answers the metrics; off, nothing is recorded.
+    pub(crate) metrics_enabled: bool,
+    pub(crate) metrics_endpoint: String,
 }
 
 /// `[tcp.tls]` and `[websocket.tls]`.
@@ -715,7 +718,26 @@ impl View<'_> {
             jwt_encoding_secret: self.secret("http.jwt.encoding_secret")?,
             jwt_decoding_secret: self.secret("http.jwt.decoding_secret")?,
             tls: self.tls("http.tls")?,
+            metrics_enabled: self.bool("http.metrics.enabled")?,
+            metrics_endpoint: self.endpoint("http.metrics.endpoint")?,
         })
+    }
+
+    /// An absolute URL path (`/metrics`).
+    fn endpoint(&self, path: &str) -> Result<String, ConfigError> {
+        let text = self.string(path)?;
+        let valid = text.starts_with('/')
+            && text.len() > 1
+            && !text.contains(['?', '#'])
+            && text.chars().all(|c| c.is_ascii_graphic());
+        if valid {
+            Ok(text)
+        } else {
+            Err(Self::invalid(
+                path,
+                format!("`{text}` is not a path like \"/metrics\""),
+            ))
+        }
     }
 
     fn duration(&self, path: &str) -> Result<Duration, ConfigError> {

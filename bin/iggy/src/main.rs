@@ -271,6 +271,9 @@ async fn run(
     let listeners = compose::Listeners::bind(&config).await?;
     let info = server_info(&config, listeners.ports(), cli.replica_id);
     let (node, inboxes) = Node::new(cores.len());
+    // Nothing reads the metrics without the HTTP listener's endpoint: record none then.
+    node.metrics()
+        .set_enabled(config.http.enabled && config.http.metrics_enabled);
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();

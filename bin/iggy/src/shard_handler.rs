@@ -121,6 +121,10 @@ impl ConnectionHandler for ShardHandler {
             .map(|connection| RefCell::new(*connection))
     }
 
+    async fn metrics(&self) -> Option<String> {
+        Some(self.server.scrape_metrics().await)
+    }
+
     fn evicted(&self, connection: &RefCell<Connection>) -> impl Future<Output = EvictionReason> {
         // The record's liveness, which the leader's tick fires for a stale client.
         let liveness = Arc::clone(&connection.borrow().liveness);

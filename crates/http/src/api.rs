@@ -54,6 +54,9 @@ use crate::wire::{Request, Response};
 /// transports).
 pub const UNAUTHENTICATED_BODY_MAX: usize = 16 * 1024;
 
+/// The Prometheus text exposition format, version 0.0.4.
+const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// The time of a request, read by the listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Now {
@@ -72,6 +75,8 @@ pub struct Api<H: ConnectionHandler> {
     credentials: Credentials<H>,
     /// Option kinds per scope, from `DESCRIBE_OPTIONS` (the catalog does not change).
     kinds: RefCell<HashMap<u8, Vec<(String, HeaderKind)>>>,
+    /// The metrics endpoint's path segments; `None` when metrics are off.
+    metrics_endpoint: Option<Vec<String>>,
 }
 
 impl<H: ConnectionHandler> std::fmt::Debug for Api<H> {
@@ -124,7 +129,16 @@ impl<H: ConnectionHandler> Api<H> {
             handler,
             credentials,
             kinds: RefCell::default(),
+            metrics_endpoint: None,
         }
+    }
+
+    /// The same API, answering `GET endpoint` with the handler's metrics (`None`: off).
+    pub fn with_metrics_endpoint(mut self, endpoint: Option<&str>) -> Self {
+        self.metrics_endpoint = endpoint
+            .and_then(|endpoint| Target::parse(endpoint).ok())
+            .map(|target| target.segments);
+        self
     }
 
     /// The largest body a request with `head` may send: the listener's limit for a known
@@ -167,7 +181,13 @@ impl<H: ConnectionHandler> Api<H> {
         } else {
             request.method.clone()
         };
-        let route = route(&method, &target.segments)?;
+        let metrics =
+            method == http::Method::GET && self.metrics_endpoint.as_ref() == Some(&target.segments);
+        let route = if metrics {
+            Route::Metrics
+        } else {
+            route(&method, &target.segments)?
+        };
         // HEAD answers a read without its body; a poll may commit offsets, so it is refused.
         if request.method == http::Method::HEAD && matches!(route, Route::Poll(..)) {
             return Err(ApiError::MethodNotAllowed);
@@ -292,7 +312,14 @@ impl<H: ConnectionHandler> Call<'_, H> {
 
     async fn route(&self, route: Route) -> Result<Response, ApiError> {
         match route {
-            Route::Metrics => Err(ApiError::Unavailable("/metrics")),
+            Route::Metrics => match self.api.handler.metrics().await {
+                Some(text) => Ok(Response::with_body(
+                    StatusCode::OK,
+                    METRICS_CONTENT_TYPE,
+                    text.into_bytes(),
+                )),
+                None => Err(ApiError::Unavailable("metrics")),
+            },
             Route::Stats => {
                 let stats: Stats = self.get(CommandCode::GetStats, &Empty).await?;
                 Ok(ok(&out::stats(&stats)))

@@ -29,7 +29,7 @@ pub enum ApiError {
     /// A read found nothing (the binary protocol's empty reply).
     #[error("not found")]
     NotFound,
-    /// Reserved for a later feature (`/metrics`).
+    /// A route this server cannot answer (no metrics from its handler).
     #[error("{0} is not available in this build")]
     Unavailable(&'static str),
     /// The core answered something this edge cannot read: a bug, logged.

@@ -21,7 +21,7 @@ pub type Id = Identifier;
 pub enum Route {
     Root,
     Ping,
-    /// Reserved for the metrics issue.
+    /// `GET` on `[http.metrics] endpoint` (matched by the API, not by [`route`]).
     Metrics,
     Stats,
     Options(String),
@@ -173,7 +173,6 @@ fn match_route(m: &Method, parts: &[&str]) -> Result<Option<Route>, ApiError> {
     Ok(match parts {
         [] if get => Some(Route::Root),
         ["ping"] if get => Some(Route::Ping),
-        ["metrics"] if get => Some(Route::Metrics),
         ["stats"] if get => Some(Route::Stats),
         ["options", scope] if get => Some(Route::Options((*scope).to_owned())),
         ["snapshot"] if *m == Method::POST => Some(Route::Snapshot),

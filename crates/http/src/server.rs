@@ -37,6 +37,9 @@ pub struct HttpConfig {
     pub jwt: JwtSettings,
     /// Credentials (tokens and bearer sessions) held at once, in all and per user.
     pub sessions: SessionLimits,
+    /// The path `GET` scrapes metrics on (`[http.metrics] endpoint`); `None` when
+    /// `[http.metrics] enabled` is false.
+    pub metrics_endpoint: Option<String>,
 }
 
 /// Binding the listener failed.
@@ -107,7 +110,9 @@ impl HttpServer {
     {
         let config = Rc::new(self.config);
         let jwt = Jwt::new(config.jwt.clone());
-        let api = Rc::new(Api::new(handler, Credentials::new(jwt, config.sessions)));
+        let api = Api::new(handler, Credentials::new(jwt, config.sessions))
+            .with_metrics_endpoint(config.metrics_endpoint.as_deref());
+        let api = Rc::new(api);
         #[cfg(feature = "tls")]
         let tls = self.tls.clone();
         let serve = |stream: TcpStream, peer: SocketAddr, shared: Rc<Shared>| {

@@ -33,6 +33,7 @@ fn config() -> HttpConfig {
             ..Cors::default()
         },
         jwt: jwt_settings(),
+        metrics_endpoint: Some("/metrics".to_owned()),
         sessions: SessionLimits {
             total: 100,
             per_user: 10,

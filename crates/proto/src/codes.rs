@@ -196,6 +196,16 @@ impl CommandCode {
         }
     }
 
+    /// How many codes exist: [`Self::index`] is below it.
+    pub const COUNT: usize = TABLE.len();
+
+    /// A dense number for the code, `0..COUNT`, for tables indexed by command (metrics).
+    pub fn index(self) -> usize {
+        // Every variant has its row (`indexes_are_dense_and_distinct`): the fallback is
+        // never taken.
+        TABLE.iter().position(|entry| entry.0 == self).unwrap_or(0)
+    }
+
     /// Every code, for exhaustive tests.
     pub fn all() -> impl Iterator<Item = Self> {
         TABLE.iter().map(|entry| entry.0)
@@ -218,6 +228,12 @@ pub fn code_for_request(operation: Operation, non_replicated_code: u32) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn indexes_are_dense_and_distinct() {
+        let indexes = CommandCode::all().map(CommandCode::index);
+        assert!(indexes.eq(0..CommandCode::COUNT));
+    }
 
     #[test]
     fn every_replicated_code_round_trips_through_its_operation() {

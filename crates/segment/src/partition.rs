@@ -63,6 +63,29 @@ const _: () = assert!(GROUP_MAX >= 1 && GROUP_MAX <= QUEUE_MAX);
 /// enough to the log.
 const INDEX_WRITE_MIN: usize = 64;
 
+/// What the task reports about its syncs, for metrics. Called on the task's thread; the
+/// times come from the observer's own clock (the task reads none).
+pub trait IoObserver: Send + Sync {
+    /// µs by the observer's clock.
+    fn now_us(&self) -> u64;
+    /// A round's sync (group commit) covering `appends` appends took `elapsed_us`.
+    fn group_synced(&self, appends: usize, elapsed_us: u64);
+    /// A `Replicated` threshold sync, beside the appends, took `elapsed_us`.
+    fn threshold_synced(&self, elapsed_us: u64);
+}
+
+/// Reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl IoObserver for NoObserver {
+    fn now_us(&self) -> u64 {
+        0
+    }
+    fn group_synced(&self, _appends: usize, _elapsed_us: u64) {}
+    fn threshold_synced(&self, _elapsed_us: u64) {}
+}
+
 /// A partition job failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
@@ -114,6 +137,8 @@ pub struct PartitionStats {
     pub current_offset: u64,
     /// The offset the next message gets.
     pub next_offset: u64,
+    /// The first offset still stored (`next_offset` when empty): retention moves it.
+    pub first_offset: u64,
     pub segments_count: u32,
     /// The log refuses appends: recovery found damage, or an fdatasync failed.
     pub quarantined: bool,
@@ -127,6 +152,7 @@ impl PartitionStats {
             messages_count: log.messages_count(),
             current_offset: next_offset.saturating_sub(1),
             next_offset,
+            first_offset: log.first_offset(),
             segments_count: u32::try_from(log.segments().count()).unwrap_or(u32::MAX),
             quarantined: log.refuses_appends(),
         }
@@ -195,6 +221,11 @@ enum Job {
     DeleteSegment {
         start_offset: u64,
         reply: Reply<bool>,
+    },
+    /// The append time of the record holding each offset (consumer lag in seconds).
+    Timestamps {
+        offsets: Vec<u64>,
+        reply: Reply<Vec<Option<u64>>>,
     },
     Close {
         remove: bool,
@@ -265,6 +296,9 @@ struct Task<S: Storage> {
     /// The latest time the task was given (appends' and ticks' `now_us`): the clock of the
     /// threshold sync's interval.
     latest_us: u64,
+    observer: Arc<dyn IoObserver>,
+    /// When the threshold sync in flight started, by the observer's clock.
+    sync_started_us: u64,
 }
 
 /// A threshold sync in flight, with what it covers.
@@ -285,6 +319,16 @@ impl PartitionHandle {
         storage: S,
         spec: PartitionSpec,
         on_change: impl Fn() + 'static,
+    ) -> Result<Self, PartitionError> {
+        Self::open_observed(storage, spec, on_change, Arc::new(NoObserver)).await
+    }
+
+    /// As [`Self::open`], reporting syncs to `observer`.
+    pub async fn open_observed<S: Storage + Clone + 'static>(
+        storage: S,
+        spec: PartitionSpec,
+        on_change: impl Fn() + 'static,
+        observer: Arc<dyn IoObserver>,
     ) -> Result<Self, PartitionError> {
         let (log, _) = PartitionLog::open(storage.clone(), &spec.directory, spec.log)
             .await
@@ -313,6 +357,8 @@ impl PartitionHandle {
             on_change: Box::new(on_change),
             syncing: None,
             latest_us: 0,
+            observer,
+            sync_started_us: 0,
         };
         compio::runtime::spawn(task.run()).detach();
         Ok(Self { sender, shared })
@@ -441,6 +487,12 @@ impl PartitionHandle {
 
     /// Deletes the sealed segment starting at `start_offset` (retention); says whether it
     /// existed. The active segment is never deleted.
+    /// The append time (µs) of the record holding each of `offsets`; `None` for an offset
+    /// not stored (past the end, or removed by retention).
+    pub async fn timestamps(&self, offsets: Vec<u64>) -> Result<Vec<Option<u64>>, PartitionError> {
+        self.call(|reply| Job::Timestamps { offsets, reply }).await
+    }
+
     pub async fn delete_segment(&self, start_offset: u64) -> Result<bool, PartitionError> {
         self.call(|reply| Job::DeleteSegment {
             start_offset,
@@ -543,6 +595,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
         }
         match log.start_sync(now_us) {
             Ok((sync, start)) => {
+                self.sync_started_us = self.observer.now_us();
                 self.syncing = Some(Box::pin(async move { (sync.await, start) }));
             }
             Err(error) => {
@@ -565,6 +618,8 @@ impl<S: Storage + Clone + 'static> Task<S> {
     }
 
     async fn finish_sync(&mut self, (synced, start): (io::Result<()>, SyncStart)) {
+        let elapsed_us = self.observer.now_us().saturating_sub(self.sync_started_us);
+        self.observer.threshold_synced(elapsed_us);
         if let Some(log) = self.log.as_mut() {
             log.finish_sync(synced, start).await;
             self.shared.stats.set(PartitionStats::of(log));
@@ -658,13 +713,16 @@ impl<S: Storage + Clone + 'static> Task<S> {
         let needs_sync = round.iter().any(|pending| pending.needs_sync)
             && !crate::broken::is(crate::broken::Break::AckBeforeWrite);
         let mut failure = None;
-        if needs_sync
-            && let Some(log) = self.log.as_mut()
-            && let Err(error) = log.sync().await
-        {
-            let error = Arc::new(error);
-            self.poison = Some(Arc::clone(&error));
-            failure = Some(error);
+        if needs_sync && let Some(log) = self.log.as_mut() {
+            let started_us = self.observer.now_us();
+            let synced = log.sync().await;
+            let elapsed_us = self.observer.now_us().saturating_sub(started_us);
+            self.observer.group_synced(round.len(), elapsed_us);
+            if let Err(error) = synced {
+                let error = Arc::new(error);
+                self.poison = Some(Arc::clone(&error));
+                failure = Some(error);
+            }
         }
         if let Some(log) = &self.log {
             self.shared.stats.set(PartitionStats::of(log));
@@ -719,6 +777,13 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 start_offset,
                 reply,
             } => reply.send(self.delete_segment(start_offset).await),
+            Job::Timestamps { offsets, reply } => {
+                let times = match &self.log {
+                    Some(log) => Ok(offsets.iter().map(|&o| log.timestamp_of(o)).collect()),
+                    None => Err(PartitionError::Closed),
+                };
+                reply.send(times);
+            }
             Job::Close { remove, reply } => {
                 reply.send(self.close(remove).await);
                 return true;

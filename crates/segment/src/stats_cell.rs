@@ -17,6 +17,7 @@ pub(crate) struct StatsCell {
     messages_count: AtomicU64,
     current_offset: AtomicU64,
     next_offset: AtomicU64,
+    first_offset: AtomicU64,
     segments_count: AtomicU32,
     quarantined: AtomicBool,
 }
@@ -34,6 +35,8 @@ impl StatsCell {
         self.current_offset
             .store(stats.current_offset, Ordering::Relaxed);
         self.next_offset.store(stats.next_offset, Ordering::Relaxed);
+        self.first_offset
+            .store(stats.first_offset, Ordering::Relaxed);
         self.segments_count
             .store(stats.segments_count, Ordering::Relaxed);
         self.quarantined.store(stats.quarantined, Ordering::Relaxed);
@@ -54,6 +57,7 @@ impl StatsCell {
                 messages_count: self.messages_count.load(Ordering::Relaxed),
                 current_offset: self.current_offset.load(Ordering::Relaxed),
                 next_offset: self.next_offset.load(Ordering::Relaxed),
+                first_offset: self.first_offset.load(Ordering::Relaxed),
                 segments_count: self.segments_count.load(Ordering::Relaxed),
                 quarantined: self.quarantined.load(Ordering::Relaxed),
             };
@@ -84,6 +88,7 @@ mod tests {
                         messages_count: n,
                         current_offset: n,
                         next_offset: n,
+                        first_offset: n,
                         segments_count: u32::try_from(n % 1000).unwrap(),
                         quarantined: n % 2 == 1,
                     });
@@ -96,6 +101,7 @@ mod tests {
             assert_eq!(stats.size_bytes, stats.messages_count);
             assert_eq!(stats.size_bytes, stats.current_offset);
             assert_eq!(stats.size_bytes, stats.next_offset);
+            assert_eq!(stats.size_bytes, stats.first_offset);
             assert_eq!(u64::from(stats.segments_count), stats.size_bytes % 1000);
             assert_eq!(stats.quarantined, stats.size_bytes % 2 == 1);
             assert!(stats.size_bytes >= last, "published values only grow here");

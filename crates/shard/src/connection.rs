@@ -18,6 +18,31 @@ pub enum TransportKind {
     WebSocket,
 }
 
+impl TransportKind {
+    /// Every transport, in [`Self::index`] order.
+    pub const ALL: [Self; 4] = [Self::Tcp, Self::Quic, Self::Http, Self::WebSocket];
+
+    /// A dense number, `0..4`, for tables indexed by transport (metrics).
+    pub fn index(self) -> usize {
+        match self {
+            Self::Tcp => 0,
+            Self::Quic => 1,
+            Self::Http => 2,
+            Self::WebSocket => 3,
+        }
+    }
+
+    /// The name metrics label it with.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp",
+            Self::Quic => "quic",
+            Self::Http => "http",
+            Self::WebSocket => "websocket",
+        }
+    }
+}
+
 /// One connection's state: its dialect once a login fixed it, the session it is bound to, and
 /// its liveness (shared with its registry record).
 #[derive(Debug, Clone)]

@@ -86,6 +86,11 @@ fn usage(before: Sample, now: Sample, ticks_per_second: u64) -> CpuUsage {
     }
 }
 
+/// User + system CPU time of this process since it started, in seconds (0 if unreadable).
+pub fn process_cpu_seconds() -> f64 {
+    ratio(process_ticks(&read("/proc/self/stat")), ticks_per_second())
+}
+
 /// `numerator / denominator`, 0 when the denominator is.
 fn ratio(numerator: u64, denominator: u64) -> f64 {
     if denominator == 0 {

@@ -24,6 +24,7 @@ pub mod liveness;
 pub mod login_limit;
 pub mod mail;
 pub mod metadata;
+pub mod metrics;
 pub mod node;
 pub mod outcome;
 pub mod procfs;

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crossfire::{AsyncRx, MAsyncTx, mpsc};
+use crossfire::{AsyncRx, AsyncTxTrait, MAsyncTx, mpsc};
 
 use crate::clock::{Clock, SystemClock};
 use crate::connection::ClientRecord;
@@ -21,6 +21,7 @@ use crate::data::leases::GroupViews;
 use crate::data::{Cancel, Routes};
 use crate::hashing::HashPool;
 use crate::mail::{LANE_CAPACITY, Lane, ShardMessage};
+use crate::metrics::Metrics;
 use crate::sessions::SessionView;
 
 /// The target shard is gone (its thread ended at shutdown).
@@ -51,6 +52,8 @@ pub struct Node {
     pub(crate) hasher: HashPool,
     /// Where every shard's time comes from.
     pub(crate) clock: Arc<dyn Clock>,
+    /// Every shard's measurements (`crate::metrics`).
+    pub(crate) metrics: Metrics,
 }
 
 /// The sending ends of one shard's lanes.
@@ -124,8 +127,22 @@ impl Node {
             next_client_number: AtomicU32::new(1),
             hasher,
             clock,
+            metrics: Metrics::new(shard_count),
         };
         (Arc::new(node), receivers)
+    }
+
+    /// Every shard's measurements.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Messages waiting in each shard's `(ordered, concurrent)` lanes.
+    pub fn queue_depths(&self) -> Vec<(usize, usize)> {
+        self.lanes
+            .iter()
+            .map(|lanes| (lanes.ordered.len(), lanes.concurrent.len()))
+            .collect()
     }
 
     pub fn shard_count(&self) -> usize {

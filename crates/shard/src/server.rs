@@ -175,7 +175,8 @@ impl Server {
                 .with_enforce_fsync(info.enforce_fsync)
                 .with_sync_interval(info.sync_interval_us)
                 .with_group_views(Arc::clone(&node.group_views))
-                .with_clock(Arc::clone(&node.clock)),
+                .with_clock(Arc::clone(&node.clock))
+                .with_metrics(Arc::clone(node.metrics.shard(index))),
             sessions: RefCell::new(
                 Sessions::publishing(session_seed, Arc::clone(&node.sessions))
                     .with_owners(Arc::clone(&node.session_owners)),
@@ -214,6 +215,18 @@ impl Server {
     /// The time now, by the node's clock (µs since the epoch).
     pub fn now_us(&self) -> u64 {
         self.node.clock.now_us()
+    }
+
+    /// This shard's measurements (`crate::metrics`).
+    pub fn metrics(&self) -> &crate::metrics::ShardMetrics {
+        self.node.metrics.shard(self.place().index)
+    }
+
+    /// Adds one to a counter of this shard's metrics, when recording is on.
+    pub(crate) fn count(&self, counter: &std::sync::atomic::AtomicU64) {
+        if self.metrics().enabled() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// This shard's place among the server's shards.
@@ -423,7 +436,13 @@ impl Server {
     /// through the routes); returns how many segments it deleted.
     pub async fn clean_messages(&self, now_us: u64) -> usize {
         let metadata = Rc::clone(&self.metadata.borrow());
-        self.data.enforce_retention(&metadata, now_us).await
+        let deleted = self.data.enforce_retention(&metadata, now_us).await;
+        if self.metrics().enabled() {
+            let deleted = u64::try_from(deleted).unwrap_or(u64::MAX);
+            let counter = &self.metrics().retention_deleted_segments;
+            counter.fetch_add(deleted, std::sync::atomic::Ordering::Relaxed);
+        }
+        deleted
     }
 
     /// Closes every partition (shutdown).

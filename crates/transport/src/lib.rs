@@ -99,6 +99,12 @@ pub trait ConnectionHandler {
         None
     }
 
+    /// The server's metrics in the Prometheus text format, for an authenticated scrape of
+    /// the HTTP listener's metrics endpoint; `None` when this handler has none to give.
+    fn metrics(&self) -> impl Future<Output = Option<String>> {
+        async { None }
+    }
+
     /// Completes when the server ends the connection's session on its own (a stale client):
     /// the transport then writes an eviction frame with the reason and closes the connection.
     /// Polled for the connection's whole life, alongside its requests.

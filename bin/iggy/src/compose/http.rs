@@ -82,6 +82,7 @@ fn settings(config: &Config) -> http_api::HttpConfig {
             encoding_secret,
             decoding_secret,
         },
+        metrics_endpoint: http.metrics_enabled.then(|| http.metrics_endpoint.clone()),
         sessions: http_api::SessionLimits {
             total: http.sessions_max,
             per_user: http.sessions_per_user_max,

@@ -192,10 +192,24 @@ fn the_http_section_has_iggys_defaults_and_rules() {
         ["https://a.example", "https://b.example"]
     );
     assert_eq!(set.http.jwt_encoding_secret, b"secret");
+    let defaults = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
+    assert!(defaults.http.metrics_enabled);
+    assert_eq!(defaults.http.metrics_endpoint, "/metrics");
 
     for (key, value, named) in [
         ("IGGY_HTTP_JWT_ALGORITHM", "RS256", "http.jwt.algorithm"),
         ("IGGY_HTTP_WEB_UI", "true", "http.web_ui"),
+        (
+            "IGGY_HTTP_METRICS_ENDPOINT",
+            "metrics",
+            "http.metrics.endpoint",
+        ),
+        ("IGGY_HTTP_METRICS_ENDPOINT", "/", "http.metrics.endpoint"),
+        (
+            "IGGY_HTTP_METRICS_ENDPOINT",
+            "/m?x=1",
+            "http.metrics.endpoint",
+        ),
         (
             "IGGY_HTTP_JWT_DECODING_SECRET",
             "other",

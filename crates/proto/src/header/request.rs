@@ -105,6 +105,13 @@ impl RequestHeader {
         Ok(header)
     }
 
+    /// The command a request frame claims, without validating the rest of its header (for
+    /// labels: metrics count a request under the command it named).
+    pub fn claimed_code(frame: &[u8]) -> Option<crate::codes::CommandCode> {
+        let header = Self::ref_from_bytes(header_bytes(frame).ok()?).ok()?;
+        header.code().and_then(crate::codes::CommandCode::from_u32)
+    }
+
     /// The operation, if the byte is one the dialect knows.
     pub fn operation(&self) -> Option<Operation> {
         Operation::from_u8(self.operation)

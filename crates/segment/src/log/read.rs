@@ -108,6 +108,25 @@ impl<S: Storage> PartitionLog<S> {
         (from < next).then_some(from)
     }
 
+    /// The `base_timestamp` of the stored record holding `offset` (the time its batch was
+    /// appended), or `None` when `offset` is not stored.
+    pub fn timestamp_of(&self, offset: u64) -> Option<u64> {
+        if offset < self.first_offset() || offset >= self.next_offset() {
+            return None;
+        }
+        let index = self
+            .segments
+            .partition_point(|segment| segment.next_offset <= offset);
+        let segment = self.segments.get(index)?;
+        let relative = u32::try_from(offset.checked_sub(segment.start_offset)?).ok()?;
+        // The last entry starting at or before `offset` is the record holding it.
+        let entry = segment
+            .entries
+            .partition_point(|entry| entry.relative_offset <= relative)
+            .checked_sub(1)?;
+        segment.entries.get(entry).map(|entry| entry.timestamp)
+    }
+
     fn offset_at_time(&self, time: u64) -> Option<u64> {
         let segment = self
             .segments

@@ -106,6 +106,32 @@ fn appends_and_reads_across_segments() {
     assert_eq!(beyond.messages_count, 0);
 }
 
+/// Every stored offset maps to its record's append time, across segments; an offset past
+/// the end or removed with its segment has none.
+#[test]
+fn each_offset_has_its_records_append_time() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, config(2_000, Durability::Replicated));
+    for round in 0..20 {
+        append(&mut log, batch(3, b"payload"), 100 + round);
+    }
+    assert!(log.segments().count() > 2, "small segments roll");
+    for offset in 0..60 {
+        assert_eq!(
+            log.timestamp_of(offset),
+            Some(100 + offset / 3),
+            "offset {offset}"
+        );
+    }
+    assert_eq!(log.timestamp_of(60), None);
+    assert_eq!(log.timestamp_of(u64::MAX), None);
+    run(log.delete_oldest_segments(1)).unwrap();
+    let first = log.first_offset();
+    assert!(first > 0);
+    assert_eq!(log.timestamp_of(first - 1), None);
+    assert_eq!(log.timestamp_of(first), Some(100 + first / 3));
+}
+
 #[test]
 fn byte_budget_keeps_the_first_record_whole() {
     let storage = MemoryStorage::new();

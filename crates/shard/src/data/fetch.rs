@@ -152,7 +152,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .filter_map(|target| target.plan.as_ref().ok())
                 .map(|plan| -> Waiting<'_> { Box::pin(plan.handle.appended()) })
                 .collect();
-            let mut fetched = match read_sections(plan).await {
+            let mut fetched = match read_sections(self, plan).await {
                 Ok(fetched) => fetched,
                 Err(error) => {
                     self.end_group_polls(plan, None);
@@ -194,7 +194,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 }
 
 /// Reads every section once, within the request's total count and byte budget.
-async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
+async fn read_sections<S: Storage + Clone + 'static>(
+    data: &DataPlane<S>,
+    plan: &FetchPlan,
+) -> Result<Fetched, DataError> {
     let mut fetched = Fetched::default();
     let (mut count_left, mut bytes_left) = (plan.count, plan.max_bytes);
     for target in &plan.targets {
@@ -211,7 +214,7 @@ async fn read_sections(plan: &FetchPlan) -> Result<Fetched, DataError> {
         let mut records = if count_left == 0 || budget == 0 {
             Records::default()
         } else {
-            super::poll::read(poll, count_left, budget).await?
+            data.read(poll, count_left, budget).await?
         };
         let bytes = records.bytes.len() as u64;
         let anything_before = bytes_left < plan.max_bytes;

@@ -45,6 +45,7 @@ pub use signal::{Cancel, Notified, Notify, Race, Waiting, race};
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -55,6 +56,7 @@ use segment::storage::either::Either;
 
 use crate::clock::{Clock, SystemClock};
 use crate::metadata::{Metadata, MetadataOp, Topic};
+use crate::metrics::{Histogram, ShardMetrics, SyncObserver};
 
 pub use crate::disk::ShardStorage;
 
@@ -196,6 +198,8 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     sync_interval_us: u64,
     /// The time of group hand-offs and the deadlines of parked polls and fetches.
     clock: Arc<dyn Clock>,
+    /// This shard's measurements: append and read latency, its partitions' syncs.
+    metrics: Arc<ShardMetrics>,
 }
 
 impl DataPlane<ShardStorage> {
@@ -235,6 +239,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             enforce_fsync: false,
             sync_interval_us: SYNC_INTERVAL_DEFAULT_US,
             clock: Arc::new(SystemClock),
+            metrics: Arc::default(),
         }
     }
 
@@ -243,6 +248,32 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     pub fn with_group_views(mut self, views: Arc<leases::GroupViews>) -> Self {
         self.group_views = views;
         self
+    }
+
+    /// The same data plane, measuring into `metrics` (the node's, for this shard).
+    pub fn with_metrics(mut self, metrics: Arc<ShardMetrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Runs `work`, recording how long it took in the histogram `pick` chooses of this
+    /// shard's metrics (when recording is on).
+    pub(crate) async fn timed<T>(
+        &self,
+        pick: impl Fn(&ShardMetrics) -> &Histogram,
+        work: impl Future<Output = T>,
+    ) -> T {
+        if !self.metrics.enabled() {
+            return work.await;
+        }
+        let started_us = self.clock.now_us();
+        let result = work.await;
+        pick(&self.metrics).record(self.clock.now_us().saturating_sub(started_us));
+        result
+    }
+
+    pub(crate) fn metrics(&self) -> &ShardMetrics {
+        &self.metrics
     }
 
     /// The same data plane on `clock`'s time.
@@ -481,7 +512,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             if self.partitions.borrow().contains_key(&key) {
                 continue;
             }
-            let handle = PartitionHandle::open(self.storage.clone(), spec)
+            let observer = Arc::new(SyncObserver {
+                metrics: Arc::clone(&self.metrics),
+                clock: Arc::clone(&self.clock),
+            });
+            let handle = PartitionHandle::open(self.storage.clone(), spec, observer)
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
             let route = Route {

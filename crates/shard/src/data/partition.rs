@@ -8,6 +8,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use segment::partition::IoObserver;
 pub use segment::partition::{
     AppendOutcome, GROUP_MAX, PartitionError, PartitionSpec, PartitionStats,
 };
@@ -25,15 +26,17 @@ pub struct PartitionHandle {
 
 impl PartitionHandle {
     /// Opens (creating if needed) the partition and spawns its task on the current compio
-    /// runtime.
+    /// runtime; its syncs are reported to `observer`.
     pub async fn open<S: Storage + Clone + 'static>(
         storage: S,
         spec: PartitionSpec,
+        observer: Arc<dyn IoObserver>,
     ) -> Result<Self, PartitionError> {
         let changed = Arc::new(Notify::new());
         let ringer = Arc::clone(&changed);
+        let ring = move || ringer.notify_all();
         let task =
-            segment::partition::PartitionHandle::open(storage, spec, move || ringer.notify_all())
+            segment::partition::PartitionHandle::open_observed(storage, spec, ring, observer)
                 .await?;
         Ok(Self { task, changed })
     }

@@ -273,7 +273,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// Runs an immediate poll (100).
     pub async fn poll(&self, plan: &PollPlan) -> Result<Polled, DataError> {
-        let records = read(plan, plan.count, plan.max_bytes).await?;
+        let records = self.read(plan, plan.count, plan.max_bytes).await?;
         self.serve_group_poll(plan, records.last_offset)?;
         finish(plan, records).await
     }
@@ -316,7 +316,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let deadline = self.clock.now_us().saturating_add(wait_us);
         loop {
             let appended = plan.handle.appended();
-            let records = read(plan, plan.count, plan.max_bytes).await?;
+            let records = self.read(plan, plan.count, plan.max_bytes).await?;
             let now = self.clock.now_us();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {
@@ -333,21 +333,25 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 }
 
-pub(super) async fn read(
-    plan: &PollPlan,
-    count: u32,
-    max_bytes: u64,
-) -> Result<Records, DataError> {
-    if count == 0 {
-        return Ok(Records::default());
+impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// Reads up to `count` messages and `max_bytes` of the plan's partition, timed.
+    pub(super) async fn read(
+        &self,
+        plan: &PollPlan,
+        count: u32,
+        max_bytes: u64,
+    ) -> Result<Records, DataError> {
+        if count == 0 {
+            return Ok(Records::default());
+        }
+        let read = plan.handle.read(plan.start, count, max_bytes);
+        self.timed(|metrics| &metrics.read_us, read)
+            .await
+            .map_err(|source| DataError::Partition {
+                key: plan.key,
+                source,
+            })
     }
-    plan.handle
-        .read(plan.start, count, max_bytes)
-        .await
-        .map_err(|source| DataError::Partition {
-            key: plan.key,
-            source,
-        })
 }
 
 /// Auto-commits the last returned offset and builds the reply. A group's offset only moves

@@ -87,14 +87,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         batch: AppendBuffer,
         now_us: u64,
     ) -> Result<SendConfirmations, DataError> {
-        let outcome = plan
-            .handle
-            .append(batch, now_us, plan.producer)
-            .await
-            .map_err(|source| DataError::Partition {
-                key: plan.key,
-                source,
-            })?;
+        let append = plan.handle.append(batch, now_us, plan.producer);
+        let appended = self.timed(|metrics| &metrics.append_us, append).await;
+        if let Err(PartitionError::Append(AppendError::Io { source, .. })) = &appended
+            && source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+            && self.metrics().enabled()
+        {
+            let refusals = &self.metrics().no_space_refusals;
+            refusals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let outcome = appended.map_err(|source| DataError::Partition {
+            key: plan.key,
+            source,
+        })?;
         Ok(SendConfirmations(vec![Confirmation {
             stream_id: plan.key.stream_id,
             topic_id: plan.key.topic_id,

@@ -29,7 +29,9 @@ impl Server {
                     body,
                     reply,
                 } = *forwarded;
-                let outcome = self.handle(&mut connection, &header, &body).await;
+                let outcome = self
+                    .handle_unmeasured(&mut connection, &header, &body)
+                    .await;
                 reply.send((outcome, connection));
             }
             ShardMessage::ConnectionClosed { client_id, reply } => {

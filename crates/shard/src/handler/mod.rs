@@ -15,6 +15,7 @@ pub(crate) mod offsets;
 pub(crate) mod partitions;
 pub(crate) mod pipeline;
 mod route;
+pub mod scrape;
 pub(crate) mod session;
 pub(crate) mod streams;
 pub(crate) mod system;

@@ -57,6 +57,20 @@ impl Server {
         raw_header: &[u8; HEADER_SIZE],
         body: &[u8],
     ) -> Outcome {
+        let started_us = self.request_started();
+        let outcome = self.handle_unmeasured(connection, raw_header, body).await;
+        self.request_done(connection, raw_header, started_us);
+        outcome
+    }
+
+    /// As [`Self::handle`], without recording the request's latency: for a request another
+    /// shard forwarded here, which that shard measures whole.
+    pub(crate) async fn handle_unmeasured(
+        &self,
+        connection: &mut Connection,
+        raw_header: &[u8; HEADER_SIZE],
+        body: &[u8],
+    ) -> Outcome {
         let outcome = match self.handle_frame(connection, raw_header, body).await {
             Handled::Done(outcome) => outcome,
             Handled::Send(prepared) => {
@@ -78,6 +92,7 @@ impl Server {
         raw_header: &[u8; HEADER_SIZE],
         body: pool::Buffer,
     ) -> Outcome {
+        let started_us = self.request_started();
         let outcome = match self.handle_frame(connection, raw_header, &body).await {
             Handled::Done(outcome) => outcome,
             Handled::Send(prepared) => {
@@ -85,9 +100,33 @@ impl Server {
                 super::messages::append_prepared(self, prepared, batch.into()).await
             }
         };
+        self.request_done(connection, raw_header, started_us);
         self.note_user(connection);
         log_refusal(connection, &outcome);
         outcome
+    }
+
+    /// The time a request arrived, when metrics record (`None` otherwise: no clock read).
+    fn request_started(&self) -> Option<u64> {
+        self.metrics().enabled().then(|| self.now_us())
+    }
+
+    /// Records the request's latency under its command and the connection's transport; a
+    /// frame whose header names no known command is not recorded.
+    fn request_done(
+        &self,
+        connection: &Connection,
+        raw_header: &[u8; HEADER_SIZE],
+        started: Option<u64>,
+    ) {
+        let Some(started_us) = started else { return };
+        let Some(code) = RequestHeader::claimed_code(raw_header) else {
+            return;
+        };
+        let elapsed_us = self.now_us().saturating_sub(started_us);
+        self.metrics()
+            .request(code, connection.transport.index())
+            .record(elapsed_us);
     }
 
     async fn handle_frame(

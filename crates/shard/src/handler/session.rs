@@ -187,6 +187,9 @@ async fn authenticate(
         Refusal::Login(Login::UserInactive) => LoginFailure::Evict(EvictionReason::UserInactive),
         other => LoginFailure::Refuse(other),
     };
+    if user.is_err() {
+        server.count(&server.metrics().logins_failed);
+    }
     user.map(|user_id| (user_id, secret)).map_err(refusal)
 }
 

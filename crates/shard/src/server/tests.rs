@@ -661,3 +661,59 @@ fn ending_many_sessions_evicts_exactly_their_connections() {
     }
     assert_eq!(anonymous.liveness.eviction().reason(), None);
 }
+
+/// Requests are timed under their command and transport, failed logins counted, and with
+/// recording off neither moves.
+#[test]
+fn metrics_record_requests_and_failed_logins_only_while_on() {
+    let server = server();
+    let failed_login = |server: &Server| {
+        let mut connection = open(server);
+        let body = login_body("wrong", Dialect::V0_12_2);
+        let frame = header(Operation::Register, CommandCode::LoginRegister, &body, None);
+        block_on(server.handle(&mut connection, &frame, &body))
+    };
+    assert!(matches!(failed_login(&server), Outcome::Evict(_)));
+    let text = block_on(server.scrape_metrics());
+    let login_count =
+        "iggy_request_duration_seconds_count{command=\"login_register\",transport=\"tcp\"} 1\n";
+    assert!(text.contains("iggy_logins_failed_total 1\n"), "{text}");
+    assert!(text.contains(login_count), "{text}");
+    assert!(text.contains("iggy_streams 0\n"), "{text}");
+
+    server.node.metrics.set_enabled(false);
+    failed_login(&server);
+    let text = block_on(server.scrape_metrics());
+    assert!(text.contains("iggy_logins_failed_total 1\n"), "{text}");
+    assert!(text.contains(login_count), "{text}");
+}
+
+/// Every series the Grafana dashboard (`grafana/iggy.json`) queries is a family a scrape
+/// exports, so the dashboard cannot drift from the names.
+#[test]
+fn the_dashboard_queries_only_exported_families() {
+    let dashboard = include_str!("../../../../grafana/iggy.json");
+    let text = block_on(server().scrape_metrics());
+    let exported: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    let mut queried = 0;
+    for (start, _) in dashboard
+        .match_indices("iggy_")
+        .chain(dashboard.match_indices("process_"))
+    {
+        let name: String = dashboard[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(&name);
+        assert!(exported.contains(family), "{name} is not exported");
+        queried += 1;
+    }
+    assert!(queried > 10, "the dashboard queries the metrics");
+}
