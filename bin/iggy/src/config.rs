@@ -13,8 +13,10 @@ use base64::Engine;
 use toml::{Table, Value};
 
 mod cluster;
+mod observability;
 
 pub(crate) use cluster::{ClusterNode, ClusterSettings, NodePorts};
+pub(crate) use observability::{LoggingSettings, TelemetrySettings};
 
 /// The shipped configuration, embedded so the binary runs without it on disk.
 pub(crate) const DEFAULT_CONFIG: &str = include_str!("../config.toml");
@@ -71,6 +73,8 @@ pub(crate) struct Config {
     pub(crate) heartbeat_enabled: bool,
     pub(crate) heartbeat_interval: Duration,
     pub(crate) cluster: ClusterSettings,
+    pub(crate) logging: LoggingSettings,
+    pub(crate) telemetry: TelemetrySettings,
     /// The merged table, written to `runtime/current_config.toml`.
     pub(crate) effective: Table,
     /// The dotted keys a file or a variable set (the rest are defaults).
@@ -376,6 +380,8 @@ impl Config {
             heartbeat_enabled: view.bool("heartbeat.enabled")?,
             heartbeat_interval: view.duration("heartbeat.interval")?,
             cluster: view.cluster()?,
+            logging: view.logging(Path::new(&view.string("system.path")?))?,
+            telemetry: view.telemetry()?,
             effective: table,
             explicit: BTreeSet::new(),
         })

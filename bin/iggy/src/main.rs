@@ -13,6 +13,7 @@ mod logger;
 mod process;
 mod shard_handler;
 mod shards;
+mod telemetry;
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -70,6 +71,10 @@ enum StartError {
     Open(#[from] shard::server::OpenError),
     #[error("commit the root user")]
     Root(#[source] shard::refusal::Refusal),
+    #[error("open the log file in {0}")]
+    LogFile(PathBuf, #[source] std::io::Error),
+    #[error("telemetry: {0}")]
+    Telemetry(String),
     #[error("choose the shards' cores (system.sharding.cpu_allocation)")]
     Cores(#[source] cores::CoreError),
     #[error(transparent)]
@@ -147,6 +152,8 @@ fn start() -> Result<(), StartError> {
         files.map_or_else(|| "unlimited".into(), |n| n.to_string())
     );
     prepare_data_directory(&config, cli.fresh)?;
+    logger::configure(&config.logging)
+        .map_err(|error| StartError::LogFile(config.logging.directory.clone(), error))?;
     let root = root_credentials(&cli, &environment)?;
     let mut cores = cores::shard_cores(&config.cpu_allocation).map_err(StartError::Cores)?;
     if config.cluster.enabled && cores.len() > 1 {
@@ -270,10 +277,7 @@ async fn run(
     let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
     let info = server_info(&config, listeners.ports(), cli.replica_id);
-    let (node, inboxes) = Node::new(cores.len());
-    // Nothing reads the metrics without the HTTP listener's endpoint: record none then.
-    node.metrics()
-        .set_enabled(config.http.enabled && config.http.metrics_enabled);
+    let (node, inboxes) = observed_node(&config, cores.len())?;
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
@@ -329,6 +333,19 @@ async fn run(
     let _ = leader_inbox.await;
     log::info!("stopped");
     Ok(())
+}
+
+/// The shards' shared state, recording metrics only when something can read them (the HTTP
+/// listener's endpoint), and tracing requests when `[telemetry]` is on.
+fn observed_node(
+    config: &Config,
+    shard_count: usize,
+) -> Result<(Arc<Node>, Vec<shard::node::Inbox>), StartError> {
+    let (node, inboxes) = Node::new(shard_count);
+    telemetry::start(&config.telemetry, &node).map_err(StartError::Telemetry)?;
+    node.metrics()
+        .set_enabled(config.http.enabled && config.http.metrics_enabled);
+    Ok((node, inboxes))
 }
 
 /// The leader's periodic tasks: session liveness, partition syncs, the retention cleaner.

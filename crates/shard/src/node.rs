@@ -21,7 +21,7 @@ use crate::data::leases::GroupViews;
 use crate::data::{Cancel, Routes};
 use crate::hashing::HashPool;
 use crate::mail::{LANE_CAPACITY, Lane, ShardMessage};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, SpanSink};
 use crate::sessions::SessionView;
 
 /// The target shard is gone (its thread ended at shutdown).
@@ -54,6 +54,8 @@ pub struct Node {
     pub(crate) clock: Arc<dyn Clock>,
     /// Every shard's measurements (`crate::metrics`).
     pub(crate) metrics: Metrics,
+    /// Where finished requests go as trace spans, when tracing is on.
+    pub(crate) spans: std::sync::OnceLock<Arc<dyn SpanSink>>,
 }
 
 /// The sending ends of one shard's lanes.
@@ -128,6 +130,7 @@ impl Node {
             hasher,
             clock,
             metrics: Metrics::new(shard_count),
+            spans: std::sync::OnceLock::new(),
         };
         (Arc::new(node), receivers)
     }
@@ -135,6 +138,11 @@ impl Node {
     /// Every shard's measurements.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Sends every finished request to `sink` as a span from now on (set once, at start).
+    pub fn trace_to(&self, sink: Arc<dyn SpanSink>) {
+        let _ = self.spans.set(sink);
     }
 
     /// Messages waiting in each shard's `(ordered, concurrent)` lanes.

@@ -12,6 +12,7 @@ use super::messages::PreparedSend;
 use crate::connection::{BoundSession, ClientRecord, Connection};
 use crate::mail::{Forwarded, ShardMessage};
 use crate::metadata::auth::IdentityLost;
+use crate::metrics::RequestSpan;
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -59,7 +60,7 @@ impl Server {
     ) -> Outcome {
         let started_us = self.request_started();
         let outcome = self.handle_unmeasured(connection, raw_header, body).await;
-        self.request_done(connection, raw_header, started_us);
+        self.request_done(connection, raw_header, started_us, &outcome);
         outcome
     }
 
@@ -100,33 +101,52 @@ impl Server {
                 super::messages::append_prepared(self, prepared, batch.into()).await
             }
         };
-        self.request_done(connection, raw_header, started_us);
+        self.request_done(connection, raw_header, started_us, &outcome);
         self.note_user(connection);
         log_refusal(connection, &outcome);
         outcome
     }
 
-    /// The time a request arrived, when metrics record (`None` otherwise: no clock read).
+    /// The time a request arrived, when metrics record or spans are traced (`None`
+    /// otherwise: no clock read).
     fn request_started(&self) -> Option<u64> {
-        self.metrics().enabled().then(|| self.now_us())
+        let wanted = self.metrics().enabled() || self.node.spans.get().is_some();
+        wanted.then(|| self.now_us())
     }
 
-    /// Records the request's latency under its command and the connection's transport; a
-    /// frame whose header names no known command is not recorded.
+    /// Records the request's latency under its command and the connection's transport, and
+    /// hands it to the span sink; a frame whose header names no known command is neither.
     fn request_done(
         &self,
         connection: &Connection,
         raw_header: &[u8; HEADER_SIZE],
         started: Option<u64>,
+        outcome: &Outcome,
     ) {
-        let Some(started_us) = started else { return };
-        let Some(code) = RequestHeader::claimed_code(raw_header) else {
+        let Some(start_us) = started else { return };
+        let Some(command) = RequestHeader::claimed_code(raw_header) else {
             return;
         };
-        let elapsed_us = self.now_us().saturating_sub(started_us);
-        self.metrics()
-            .request(code, connection.transport.index())
-            .record(elapsed_us);
+        let end_us = self.now_us();
+        if self.metrics().enabled() {
+            let histogram = self
+                .metrics()
+                .request(command, connection.transport.index());
+            histogram.record(end_us.saturating_sub(start_us));
+        }
+        if let Some(sink) = self.node.spans.get() {
+            sink.request(RequestSpan {
+                command,
+                transport: connection.transport.label(),
+                start_us,
+                end_us,
+                status: match outcome {
+                    Outcome::Reply(reply) => reply.status_code(),
+                    Outcome::Evict(_) => u32::MAX,
+                    Outcome::Silent => 0,
+                },
+            });
+        }
     }
 
     async fn handle_frame(

@@ -11,7 +11,7 @@ use segment::offsets::OffsetOwner;
 use crate::connection::TransportKind;
 use crate::data::{PartitionHandle, PartitionKey, PartitionStats};
 use crate::metadata::Metadata;
-use crate::metrics::{Exposition, HistogramSnapshot, Kind, ShardMetrics};
+use crate::metrics::{Exposition, HistogramSnapshot, Kind, ShardMetrics, snake_case};
 use crate::procfs::ProcessNumbers;
 use crate::server::{SERVER_VERSION, Server};
 
@@ -598,20 +598,4 @@ fn cluster_families(out: &mut Exposition, server: &Server) {
 #[allow(clippy::cast_precision_loss, clippy::as_conversions)]
 fn seconds(micros: u64) -> f64 {
     micros as f64 / MICROS
-}
-
-/// `SendMessages` → `send_messages`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (index, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if index > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -114,6 +114,22 @@ fn format_float(value: f64) -> String {
     format!("{value}")
 }
 
+/// `SendMessages` → `send_messages`.
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (index, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if index > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn is_metric_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars

@@ -17,7 +17,9 @@
 mod exposition;
 mod histogram;
 mod registry;
+mod spans;
 
-pub use exposition::{CONTENT_TYPE, Exposition, Kind};
+pub use exposition::{CONTENT_TYPE, Exposition, Kind, snake_case};
 pub use histogram::{GROUP_BOUNDS, Histogram, HistogramSnapshot, LATENCY_BOUNDS_US};
 pub use registry::{Metrics, ShardMetrics, SyncObserver, TRANSPORTS};
+pub use spans::{RequestSpan, SpanSink};
