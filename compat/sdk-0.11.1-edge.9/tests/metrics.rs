@@ -222,7 +222,21 @@ fn metrics_follow_a_produce_and_consume_run() {
         assert!(first.value("iggy_append_duration_seconds_count") >= 10.0);
         first.assert_histograms_whole();
         let stats = client.get_stats().await.expect("stats");
-        assert_eq!(first.value("iggy_messages"), stats.messages_count as f64);
+        // What GET_STATS and the metrics both report, they report alike.
+        for (family, stat) in [
+            ("iggy_messages", stats.messages_count),
+            ("iggy_segments", u64::from(stats.segments_count)),
+            ("iggy_streams", u64::from(stats.streams_count)),
+            ("iggy_topics", u64::from(stats.topics_count)),
+            ("iggy_partitions", u64::from(stats.partitions_count)),
+            (
+                "iggy_consumer_groups",
+                u64::from(stats.consumer_groups_count),
+            ),
+            ("iggy_clients", u64::from(stats.clients_count)),
+        ] {
+            assert_eq!(first.value(family), stat as f64, "{family}");
+        }
         assert_eq!(
             first.value("iggy_messages_bytes"),
             stats.messages_size_bytes.as_bytes_u64() as f64

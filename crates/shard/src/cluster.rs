@@ -15,7 +15,7 @@
 //! deletion. A node that is not the primary refuses what it cannot serve with
 //! [`Replication::refusal`], so clients go to the primary.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use proto::batch::Producer;
 use proto::commands::Request;
@@ -81,6 +81,20 @@ pub struct ClusterStatus {
     reachable: AtomicU16,
     /// Normal, and every op it knows committed is applied: its state is the cluster's.
     caught_up: AtomicBool,
+    /// The replica log's highest op, its commit and how far this node applied it.
+    op: AtomicU64,
+    commit: AtomicU64,
+    applied: AtomicU64,
+    /// On the primary: the highest op each replica acknowledged in this view.
+    acked: [AtomicU64; 16],
+}
+
+/// Where a replica's log stands, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogProgress {
+    pub op: u64,
+    pub commit: u64,
+    pub applied: u64,
 }
 
 impl ClusterStatus {
@@ -92,6 +106,31 @@ impl ClusterStatus {
         self.primary.store(primary, Ordering::Relaxed);
         self.normal.store(normal, Ordering::Relaxed);
         self.reachable.store(reachable, Ordering::Relaxed);
+    }
+
+    /// Publishes where the log stands and, on the primary, each replica's acknowledged op.
+    pub fn publish_progress(&self, progress: LogProgress, acked: impl Fn(u8) -> u64) {
+        self.op.store(progress.op, Ordering::Relaxed);
+        self.commit.store(progress.commit, Ordering::Relaxed);
+        self.applied.store(progress.applied, Ordering::Relaxed);
+        for (replica, slot) in (0..=u8::MAX).zip(&self.acked) {
+            slot.store(acked(replica), Ordering::Relaxed);
+        }
+    }
+
+    pub fn progress(&self) -> LogProgress {
+        LogProgress {
+            op: self.op.load(Ordering::Relaxed),
+            commit: self.commit.load(Ordering::Relaxed),
+            applied: self.applied.load(Ordering::Relaxed),
+        }
+    }
+
+    /// On the primary: the highest op `replica` acknowledged in this view.
+    pub fn acked(&self, replica: u8) -> u64 {
+        self.acked
+            .get(usize::from(replica))
+            .map_or(0, |slot| slot.load(Ordering::Relaxed))
     }
 
     pub fn view(&self) -> u32 {

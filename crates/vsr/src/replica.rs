@@ -283,6 +283,12 @@ impl Replica {
         self.applied
     }
 
+    /// On the primary: the highest op `replica` has written and acknowledged in this view
+    /// (0 before its first acknowledgement, and on a backup).
+    pub fn acked(&self, replica: u8) -> Op {
+        self.acked.get(usize::from(replica)).copied().unwrap_or(0)
+    }
+
     /// The entries in memory: ops `log_base() + 1 ..= op()`.
     pub fn log(&self) -> &[Entry] {
         &self.log

@@ -13,7 +13,7 @@ use crate::data::{PartitionHandle, PartitionKey, PartitionStats};
 use crate::metadata::Metadata;
 use crate::metrics::{Exposition, HistogramSnapshot, Kind, ShardMetrics, snake_case};
 use crate::procfs::ProcessNumbers;
-use crate::server::{SERVER_VERSION, Server};
+use crate::server::{Replication, SERVER_VERSION, Server};
 
 /// Stored consumer offsets exported per scrape. Consumer ids are chosen by clients, so
 /// their number has no natural bound: past this many (consumer, partition) pairs the rest
@@ -193,6 +193,18 @@ fn entities(out: &mut Exposition, server: &Server, metadata: &Metadata, rows: &[
         Kind::Gauge,
         "Bytes of the stored messages (as GET_STATS).",
         totals.size_bytes,
+    );
+    out.single(
+        "iggy_segments",
+        Kind::Gauge,
+        "Segments of every partition (as GET_STATS).",
+        totals.segments_count,
+    );
+    out.single(
+        "iggy_clients",
+        Kind::Gauge,
+        "Open client connections (as GET_STATS).",
+        server.node.clients.len(),
     );
     let quarantined = rows.iter().filter(|row| row.stats.quarantined).count();
     out.single(
@@ -586,12 +598,48 @@ fn cluster_families(out: &mut Exposition, server: &Server) {
             );
         }
     }
-    out.single(
-        "iggy_cluster_commit",
+    replica_progress(out, server, replication);
+}
+
+/// Where the replica log stands here and, on the primary, how far each replica lags.
+fn replica_progress(out: &mut Exposition, server: &Server, replication: &Replication) {
+    let status = &replication.status;
+    let progress = status.progress();
+    let ops = [
+        (
+            "iggy_cluster_op",
+            "The replica log's highest op here.",
+            progress.op,
+        ),
+        (
+            "iggy_cluster_commit_op",
+            "The highest op known committed here.",
+            progress.commit,
+        ),
+        (
+            "iggy_cluster_applied_op",
+            "The highest op applied here.",
+            progress.applied,
+        ),
+    ];
+    for (name, help, value) in ops {
+        out.single(name, Kind::Gauge, help, value);
+    }
+    if !replication.is_primary() {
+        return;
+    }
+    out.family(
+        "iggy_cluster_replica_lag_ops",
         Kind::Gauge,
-        "The metadata commit number applied here.",
-        server.commit_number(),
+        "On the primary: ops of its log a replica has not acknowledged in this view.",
     );
+    for node in &server.info.roster.nodes {
+        if node.replica_id != replication.replica_id {
+            let replica = node.replica_id.to_string();
+            let lag = progress.op.saturating_sub(status.acked(node.replica_id));
+            out.sample(&[("replica", &replica)], lag);
+        }
+    }
 }
 
 // µs stay far below 2^53 in practice; the rounding of larger ones is harmless.

@@ -176,6 +176,20 @@ impl Driver {
         let caught_up = applied == commit && heard;
         self.status
             .publish(view, primary, normal, reachable, caught_up);
+        let progress = shard::cluster::LogProgress {
+            op: self.replica.op(),
+            commit,
+            applied,
+        };
+        self.status
+            .publish_progress(progress, |replica| self.replica.acked(replica));
+        let progress = shard::cluster::LogProgress {
+            op: self.replica.op(),
+            commit,
+            applied,
+        };
+        self.status
+            .publish_progress(progress, |replica| self.replica.acked(replica));
     }
 
     /// On a primary that has applied its whole log of a cluster without users: commits the
