@@ -188,6 +188,12 @@ pub fn primary_only(request: &Request<'_>) -> Option<bool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplicatedOp {
     Metadata(MetadataOp),
+    /// A metadata change with the SDK identity of the request that asked for it, by which
+    /// a retry is answered rather than applied again (`crate::retries`).
+    MetadataFrom {
+        op: MetadataOp,
+        origin: Origin,
+    },
     /// A batch record appended to a partition at `now_us`, with the producer section the
     /// primary read from it (dedupe runs at apply, on every node alike), and the SDK
     /// identity of the send, by which a retry of it is answered rather than applied again
@@ -231,6 +237,9 @@ const KIND_REGISTER: u8 = 5;
 /// decoding as [`KIND_APPEND`].
 const KIND_APPEND_FROM: u8 = 6;
 const ORIGIN_SIZE: usize = 16 + 8;
+/// A metadata change with its origin: the kind, the origin's client (16 bytes) and request
+/// (8), then the op as [`KIND_METADATA`] holds it.
+const KIND_METADATA_FROM: u8 = 7;
 /// Kind, client id, user id, bind secret, token flag, token.
 const REGISTER_SIZE: usize = 1 + 16 + 4 + 32 + 1 + 32;
 /// Kind, partition key, owner kind and id; then a store's offset and direction.
@@ -249,6 +258,13 @@ impl ReplicatedOp {
         match self {
             Self::Metadata(op) => {
                 let mut bytes = vec![KIND_METADATA];
+                bytes.extend_from_slice(&encode_op(op));
+                bytes
+            }
+            Self::MetadataFrom { op, origin } => {
+                let mut bytes = vec![KIND_METADATA_FROM];
+                bytes.extend_from_slice(&origin.client.to_le_bytes());
+                bytes.extend_from_slice(&origin.request.to_le_bytes());
                 bytes.extend_from_slice(&encode_op(op));
                 bytes
             }
@@ -295,6 +311,7 @@ impl ReplicatedOp {
             Some((&KIND_METADATA, rest)) => decode_op(rest)
                 .map(Self::Metadata)
                 .map_err(|_undecodable| OpDecodeError("metadata op")),
+            Some((&KIND_METADATA_FROM, rest)) => decode_metadata_from(rest),
             Some((&(KIND_APPEND | KIND_APPEND_FROM), _)) if bytes.len() > APPEND_FIXED => {
                 let mut reader = Fields(&bytes[1..]);
                 let key = PartitionKey {
@@ -482,6 +499,20 @@ impl Fields<'_> {
     }
 }
 
+/// [`KIND_METADATA_FROM`]'s bytes after the kind: the origin, then the op.
+fn decode_metadata_from(rest: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
+    if rest.len() <= ORIGIN_SIZE {
+        return Err(OpDecodeError("metadata origin"));
+    }
+    let mut reader = Fields(rest);
+    let client = u128::from_le_bytes(reader.take());
+    let request = u64::from_le_bytes(reader.take());
+    let origin = Origin::of(client, request).ok_or(OpDecodeError("origin"))?;
+    let op =
+        decode_op(&rest[ORIGIN_SIZE..]).map_err(|_undecodable| OpDecodeError("metadata op"))?;
+    Ok(ReplicatedOp::MetadataFrom { op, origin })
+}
+
 /// What applying an op gave, for the request that submitted it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
@@ -517,6 +548,10 @@ mod tests {
     fn ops_round_trip() {
         let ops = [
             ReplicatedOp::Metadata(MetadataOp::DeleteStream { id: 4 }),
+            ReplicatedOp::MetadataFrom {
+                op: MetadataOp::DeleteStream { id: 5 },
+                origin: crate::retries::Origin::of(u128::MAX, 7).unwrap(),
+            },
             ReplicatedOp::Append {
                 key: PartitionKey {
                     stream_id: 1,

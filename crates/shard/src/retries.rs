@@ -1,17 +1,20 @@
-//! Cluster mode's table of applied sends by their client's request identity, so a send the
-//! SDK retries after a lost answer (the primary died between commit and reply) is answered
-//! with the first attempt's outcome instead of appended twice. An SDK keeps `client` and
-//! `request` of a retried request (PROTOCOL.md §1.7). Every node fills the table as it
-//! applies ops, in op order, so a new primary holds the same table as the old one, and a
-//! restarted node rebuilds it by replaying its log.
+//! Cluster mode's table of applied sends and metadata changes by their client's request
+//! identity, so a request the SDK retries after a lost answer (the primary died between
+//! commit and reply) is answered with the first attempt's outcome instead of applied twice
+//! (a send appended again, a create answered "already exists", partitions added twice). An
+//! SDK keeps `client` and `request` of a retried request (PROTOCOL.md §1.7). Every node
+//! fills the table as it applies ops, in op order, so a new primary holds the same table as
+//! the old one, and a restarted node rebuilds it by replaying its log.
 //!
-//! Bounded: [`REQUESTS_PER_CLIENT`] sends per client (more than the requests an SDK keeps in
-//! flight) and [`CLIENTS_MAX`] clients; the client whose latest send is oldest is forgotten
+//! Bounded: [`REQUESTS_PER_CLIENT`] requests per client (more than an SDK keeps in flight)
+//! and [`CLIENTS_MAX`] clients; the client whose latest request is oldest is forgotten
 //! first. Both rules depend only on the ops applied, so every node forgets alike.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use proto::commands::messages::SendConfirmations;
+
+use crate::metadata::MetadataOp;
 
 /// The SDK identity of a request: its client id and request number (both non-zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,36 +30,44 @@ impl Origin {
     }
 }
 
-/// Sends remembered per client.
+/// Requests remembered per client.
 pub const REQUESTS_PER_CLIENT: usize = 1024;
 /// Clients remembered.
 pub const CLIENTS_MAX: usize = 4096;
 
-/// One remembered send: its request number, the op that applied it, and what it answered.
+/// What a remembered request did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A send, and what it answered.
+    Sent(SendConfirmations),
+    /// A metadata change: the op as it was applied.
+    Changed(MetadataOp),
+}
+
+/// One remembered request: its request number, the op that applied it, and what it did.
 #[derive(Debug, Clone)]
 struct Applied {
     request: u64,
     op: u64,
-    confirmations: SendConfirmations,
+    outcome: Outcome,
 }
 
-/// Applied sends by origin (see the module docs).
+/// Applied requests by origin (see the module docs).
 #[derive(Debug, Default)]
 pub struct Retries {
     clients: BTreeMap<u128, VecDeque<Applied>>,
 }
 
 impl Retries {
-    /// The outcome of the send `origin` names, if it was applied: its confirmations and the
-    /// op that applied it.
-    pub fn get(&self, origin: Origin) -> Option<(SendConfirmations, u64)> {
+    /// What the request `origin` names did, if it was applied, and the op that applied it.
+    pub fn get(&self, origin: Origin) -> Option<(&Outcome, u64)> {
         let applied = self.clients.get(&origin.client)?;
         let found = applied.iter().find(|each| each.request == origin.request)?;
-        Some((found.confirmations.clone(), found.op))
+        Some((&found.outcome, found.op))
     }
 
-    /// Records that the send `origin` was applied by `op` and answered `confirmations`.
-    pub fn record(&mut self, origin: Origin, op: u64, confirmations: SendConfirmations) {
+    /// Records that the request `origin` was applied by `op` and did `outcome`.
+    pub fn record(&mut self, origin: Origin, op: u64, outcome: Outcome) {
         if !self.clients.contains_key(&origin.client) && self.clients.len() >= CLIENTS_MAX {
             let oldest = self
                 .clients
@@ -74,7 +85,7 @@ impl Retries {
         applied.push_back(Applied {
             request: origin.request,
             op,
-            confirmations,
+            outcome,
         });
         debug_assert!(self.clients.len() <= CLIENTS_MAX);
     }
@@ -91,16 +102,17 @@ impl Retries {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLIENTS_MAX, Origin, REQUESTS_PER_CLIENT, Retries};
+    use super::{CLIENTS_MAX, Origin, Outcome, REQUESTS_PER_CLIENT, Retries};
+    use crate::metadata::MetadataOp;
     use proto::commands::messages::{Confirmation, SendConfirmations};
 
-    fn confirmations(base_offset: u64) -> SendConfirmations {
-        SendConfirmations(vec![Confirmation {
+    fn confirmations(base_offset: u64) -> Outcome {
+        Outcome::Sent(SendConfirmations(vec![Confirmation {
             stream_id: 1,
             topic_id: 1,
             partition_id: 0,
             base_offset,
-        }])
+        }]))
     }
 
     #[test]
@@ -108,7 +120,11 @@ mod tests {
         let mut retries = Retries::default();
         let first = Origin::of(7, 1).unwrap();
         retries.record(first, 10, confirmations(100));
-        assert_eq!(retries.get(first), Some((confirmations(100), 10)));
+        assert_eq!(retries.get(first), Some((&confirmations(100), 10)));
+        let change = Origin::of(7, 3).unwrap();
+        let op = Outcome::Changed(MetadataOp::DeleteStream { id: 4 });
+        retries.record(change, 11, op.clone());
+        assert_eq!(retries.get(change), Some((&op, 11)));
         assert_eq!(retries.get(Origin::of(7, 2).unwrap()), None);
         assert_eq!(retries.get(Origin::of(8, 1).unwrap()), None);
         assert_eq!(Origin::of(0, 1), None, "no client id, no identity");

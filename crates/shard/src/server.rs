@@ -289,14 +289,25 @@ impl Server {
     /// module). Returns the new commit number once every shard has applied it, so a client
     /// that is answered reads its write on whichever shard serves its next request.
     pub async fn commit(&self, op: MetadataOp) -> Result<u64, Refusal> {
+        self.commit_from(op, None).await
+    }
+
+    /// As [`Self::commit`] for a change a client asked for as `origin` (cluster mode
+    /// remembers it, so a retry is answered instead of applied twice: `crate::retries`).
+    pub(crate) async fn commit_from(
+        &self,
+        op: MetadataOp,
+        origin: Option<crate::retries::Origin>,
+    ) -> Result<u64, Refusal> {
         if !self.place().is_leader() {
+            // Only cluster mode uses origins, and it runs one shard: the leader.
             let sequencer = self.node.sequencer();
             let committed = self
                 .ask(sequencer, |reply| ShardMessage::Commit { op, reply })
                 .await;
             return committed.unwrap_or(Err(Refusal::Internal));
         }
-        self.sequence(op).await
+        self.sequence(op, origin).await
     }
 
     /// Has every other shard apply the committed `op`, in commit order (the sequencer runs

@@ -15,7 +15,8 @@ use proto::commands::streams::CreateStream;
 use proto::primitives::{AckLevel, Consumer, ConsumerKind, Identifier, OptionalPartition};
 
 use super::metadata_tests::{
-    call, code, connection, create_topic, decode, fixture, id, name, reply_to, root_user,
+    call, code, connection, create_topic, decode, fixture, id, name, numbered_reply_to, reply_to,
+    root_user,
 };
 use crate::cluster::{Applied, ClusterStatus, ReplicatedOp, entry_body};
 use crate::refusal::Refusal;
@@ -233,5 +234,89 @@ fn a_retried_send_is_answered_with_its_first_outcome_and_not_appended_twice() {
             panic!("another request is applied, as op 103");
         };
         assert_eq!(next.0[0].base_offset, 5, "the retry appended nothing");
+    });
+}
+
+/// A metadata change retried after a lost answer (the same client id and request number) is
+/// answered as its first attempt was, with that attempt's op as commit, and not applied
+/// again: a create is not "already exists", partitions are not added twice. Another request
+/// number is a new change.
+#[test]
+fn a_retried_metadata_change_is_answered_with_its_first_outcome_and_applied_once() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let stream = CreateStream {
+            name: name("audit"),
+            options: proto::primitives::OptionsBlock::default(),
+        };
+        let create = CommandCode::CreateStream;
+        let first = numbered_reply_to(server, &mut root, create, &stream, 5).await;
+        let retry = numbered_reply_to(server, &mut root, create, &stream, 5).await;
+        assert_eq!((first.status, retry.status), (None, None));
+        assert_eq!((retry.commit, retry.committed_op), (101, 101));
+        let dialect = Dialect::V0_12_2;
+        assert_eq!(first.encode_body(dialect), retry.encode_body(dialect));
+        let again = numbered_reply_to(server, &mut root, create, &stream, 6).await;
+        assert!(
+            matches!(again.body, crate::outcome::Body::Refused(_)),
+            "a new request is refused: the stream exists"
+        );
+
+        let partitions = proto::commands::partitions::CreatePartitions {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            partitions_count: 3,
+        };
+        let add = CommandCode::CreatePartitions;
+        for _ in 0..2 {
+            let reply = numbered_reply_to(server, &mut root, add, &partitions, 7).await;
+            assert_eq!(reply.status, None);
+        }
+        let metadata = server.metadata.borrow();
+        let topic = metadata
+            .stream(&id("orders"))
+            .unwrap()
+            .topic(&id("events"))
+            .unwrap();
+        assert_eq!(topic.partitions.len(), 5, "2, and 3 added once");
+    });
+}
+
+/// A retry that reaches the log beside its first attempt (validated before that applied)
+/// commits as a no-op answered with the first attempt's commit, on every node alike.
+#[test]
+fn a_second_copy_of_a_change_in_the_log_applies_as_nothing() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let op = ReplicatedOp::MetadataFrom {
+            op: crate::metadata::MetadataOp::CreatePartitions {
+                stream_id: 0,
+                topic_id: 0,
+                count: 1,
+                created_at: 1,
+            },
+            origin: crate::retries::Origin::of(0x00C0_FFEE, 3).unwrap(),
+        };
+        let replication = server.replication().unwrap();
+        let first = replication.submit(&op, true).await;
+        let copy = replication.submit(&op, true).await;
+        assert_eq!(first, Ok(Applied::Metadata { commit: 101 }));
+        assert_eq!(copy, Ok(Applied::Metadata { commit: 101 }));
+        let metadata = server.metadata.borrow();
+        let topic = metadata
+            .stream(&id("orders"))
+            .unwrap()
+            .topic(&id("events"))
+            .unwrap();
+        assert_eq!(topic.partitions.len(), 3, "one partition added, once");
     });
 }

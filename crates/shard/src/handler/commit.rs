@@ -14,6 +14,7 @@ use crate::metadata::responses::{PartitionFigures, PartitionStats};
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::outcome::{Body, Outcome, ReplyValue};
 use crate::refusal::Refusal;
+use crate::retries::Origin;
 use crate::server::Server;
 
 /// What a metadata handler needs of the request besides its body.
@@ -22,6 +23,8 @@ pub(super) struct Call {
     pub(super) operation: Operation,
     /// The connection's user id, if it is logged in.
     pub(super) user_id: Option<u32>,
+    /// The request's SDK identity, by which cluster mode knows a retry (`crate::retries`).
+    pub(super) origin: Option<Origin>,
 }
 
 impl Call {
@@ -29,6 +32,7 @@ impl Call {
         Self {
             operation: super::operation_of(header),
             user_id: connection.user_id(),
+            origin: Origin::of(header.client.get(), header.request.get()),
         }
     }
 
@@ -68,28 +72,61 @@ impl Call {
         check: impl FnOnce(&Metadata, &User) -> Result<MetadataOp, Refusal>,
     ) -> Outcome {
         let op = self.validate(server, check);
-        self.commit(server, op, |_, _| Some(Empty)).await
+        self.commit(server, op, |_, _, _| Some(Empty)).await
     }
 
     /// Commits the validated `op` and answers with what `payload` builds from the metadata
-    /// after it; a refusal of validation or commit is answered as such.
+    /// after it and the op committed; a refusal of validation or commit is answered as such.
+    ///
+    /// In cluster mode a retry of a change that committed (the primary died before its
+    /// answer) is answered as its first attempt would have been, from that attempt's op and
+    /// commit, whatever validation says now; when the reply cannot be rebuilt (the secret of
+    /// a token, or what the change made is gone since) it gets validation's refusal. A retry
+    /// validated before its first attempt applied commits as a no-op (`apply_metadata`).
     pub(super) async fn commit<T: ReplyValue + 'static>(
         &self,
         server: &Server,
         op: Result<MetadataOp, Refusal>,
-        payload: impl FnOnce(&Metadata, &DataFigures<'_>) -> Option<T>,
+        payload: impl FnOnce(&Metadata, &DataFigures<'_>, &MetadataOp) -> Option<T>,
     ) -> Outcome {
+        let first = self
+            .origin
+            .filter(|_| server.replication().is_some())
+            .and_then(|origin| match server.retries.borrow().get(origin) {
+                Some((crate::retries::Outcome::Changed(first), commit)) => {
+                    Some((first.clone(), commit))
+                }
+                _ => None,
+            });
+        if let Some((first, commit)) = first {
+            let built = {
+                let metadata = server.metadata.borrow();
+                payload(&metadata, &DataFigures(&server.data), &first)
+            };
+            return match (built, op) {
+                (Some(reply), _) => {
+                    committed_reply(server, self.operation, Body::Value(Box::new(reply)), commit)
+                }
+                (None, Err(refusal)) => self.reject(server, refusal),
+                // What the first attempt made was removed since, and validation would make
+                // it again: neither answer is the first attempt's, so neither is given.
+                (None, Ok(_)) => {
+                    log::info!("a retry of {:?}: its change is gone since", first.kind());
+                    self.reject(server, Refusal::Internal)
+                }
+            };
+        }
         let op = match op {
             Ok(op) => op,
             Err(refusal) => return self.reject(server, refusal),
         };
-        let commit = match server.commit(op).await {
+        let commit = match server.commit_from(op.clone(), self.origin).await {
             Ok(commit) => commit,
             Err(refusal) => return self.reject(server, refusal),
         };
         let built = {
             let metadata = server.metadata.borrow();
-            payload(&metadata, &DataFigures(&server.data))
+            payload(&metadata, &DataFigures(&server.data), &op)
         };
         match built {
             Some(reply) => {

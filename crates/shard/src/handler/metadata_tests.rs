@@ -85,9 +85,21 @@ pub(super) async fn reply_to<T: for<'a> Codec<'a>>(
     code: CommandCode,
     body: &T,
 ) -> crate::outcome::Reply {
+    numbered_reply_to(server, connection, code, body, 0).await
+}
+
+/// As [`reply_to`], the header numbered `request` (an SDK's retry repeats the number).
+pub(super) async fn numbered_reply_to<T: for<'a> Codec<'a>>(
+    server: &Server,
+    connection: &mut Connection,
+    code: CommandCode,
+    body: &T,
+    request: u64,
+) -> crate::outcome::Reply {
     let encoded = encode_to_vec(body, connection.dialect);
     let mut header = RequestHeader::new(CLIENT, code.operation(), encoded.len());
     header.code = code.as_u32().into();
+    header.request = request.into();
     let request = Request::decode(code, &encoded, connection.dialect).unwrap();
     let outcome = super::dispatch(server, connection, &header, request).await;
     let Outcome::Reply(reply) = outcome else {

@@ -33,7 +33,7 @@ pub(crate) async fn handle(
                     validate::create_partitions(&metadata, actor, &create, server.now_us())
                 })
             };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit(server, op, |_, _, _| Some(Empty)).await
         }
         Request::DeletePartitions(delete) => {
             call.commit_checked(server, |metadata, actor| {

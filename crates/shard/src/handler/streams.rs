@@ -54,12 +54,11 @@ pub(crate) async fn handle(
             let op = call.validate(server, |metadata, actor| {
                 validate::create_stream(metadata, actor, &create, server.now_us())
             });
-            let id = match &op {
-                Ok(MetadataOp::CreateStream { id, .. }) => *id,
-                _ => 0,
-            };
-            call.commit(server, op, |metadata, figures| {
-                let stream = metadata.streams.get(&id)?;
+            call.commit(server, op, |metadata, figures, op| {
+                let MetadataOp::CreateStream { id, .. } = op else {
+                    return None;
+                };
+                let stream = metadata.streams.get(id)?;
                 Some(responses::stream_details(stream, figures))
             })
             .await

@@ -11,7 +11,7 @@ use proto::header::RequestHeader;
 use super::commit::Call;
 use crate::connection::Connection;
 use crate::metadata::auth::mint_token;
-use crate::metadata::{responses, validate};
+use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -59,7 +59,16 @@ async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccess
     };
     // A base64url token of 50 bytes is 67 ASCII bytes: always a valid secret.
     let token = Secret::new(minted.token);
-    call.commit(server, op, move |_, _| {
+    let minted_hash = minted.token_hash;
+    call.commit(server, op, move |_, _, op| {
+        // Only the token this attempt minted can be answered: a retry's first attempt
+        // committed another, whose clear text is gone.
+        let MetadataOp::CreatePersonalAccessToken { token_hash, .. } = op else {
+            return None;
+        };
+        if *token_hash != minted_hash {
+            return None;
+        }
         token.map(|token| RawPersonalAccessToken { token })
     })
     .await

@@ -34,14 +34,13 @@ pub(crate) async fn handle(
                     validate::create_topic(&metadata, actor, &create, server.now_us(), &defaults)
                 })
             };
-            let (stream_id, id) = match &op {
-                Ok(MetadataOp::CreateTopic { stream_id, id, .. }) => (*stream_id, *id),
-                _ => (0, 0),
-            };
-            call.commit(server, op, |metadata, figures| {
-                let topic = metadata.streams.get(&stream_id)?.topics.get(&id)?;
+            call.commit(server, op, |metadata, figures, op| {
+                let MetadataOp::CreateTopic { stream_id, id, .. } = op else {
+                    return None;
+                };
+                let topic = metadata.streams.get(stream_id)?.topics.get(id)?;
                 let commit = metadata.commit;
-                Some(responses::topic_details(stream_id, topic, figures, commit))
+                Some(responses::topic_details(*stream_id, topic, figures, commit))
             })
             .await
         }
@@ -58,7 +57,7 @@ pub(crate) async fn handle(
                     validate::update_topic_legacy(&metadata, actor, &update, &defaults)
                 })
             };
-            call.commit(server, op, |_, _| Some(Empty)).await
+            call.commit(server, op, |_, _, _| Some(Empty)).await
         }
         Request::PurgeTopic(purge) => purge_topic(server, call, &purge).await,
         _ => call.reject(server, Refusal::Malformed),

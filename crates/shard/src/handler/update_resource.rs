@@ -29,5 +29,5 @@ pub(crate) async fn handle(
             validate::update_resource(&metadata, actor, &update, &TopicSettings::default())
         })
     };
-    call.commit(server, op, |_, _| Some(Empty)).await
+    call.commit(server, op, |_, _, _| Some(Empty)).await
 }

@@ -41,12 +41,11 @@ pub(crate) async fn handle(
                     validate::create_user(metadata, actor, &create, server.now_us(), |_| Ok(hashed))
                 })
             });
-            let id = match &op {
-                Ok(MetadataOp::CreateUser { id, .. }) => *id,
-                _ => 0,
-            };
-            call.commit(server, op, |metadata, _| {
-                metadata.users.get(&id).map(responses::user_details)
+            call.commit(server, op, |metadata, _, op| {
+                let MetadataOp::CreateUser { id, .. } = op else {
+                    return None;
+                };
+                metadata.users.get(id).map(responses::user_details)
             })
             .await
         }

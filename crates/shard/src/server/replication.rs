@@ -11,6 +11,7 @@ use crate::data::{DataError, SendPlan};
 use crate::mail::Reply;
 use crate::metadata::{Metadata, MetadataOp};
 use crate::refusal::{Missing, Refusal};
+use crate::retries::{Origin, Outcome};
 
 /// An op on its way to the replica driver, and where its outcome goes: `body` is an entry
 /// body ([`crate::cluster::entry_body`]).
@@ -123,15 +124,15 @@ impl Server {
         (key, producer, origin): (
             crate::data::PartitionKey,
             Option<(proto::batch::Producer, u32)>,
-            Option<crate::retries::Origin>,
+            Option<Origin>,
         ),
         batch: Vec<u8>,
         now_us: u64,
     ) -> Result<Applied, Refusal> {
         if let Some(origin) = origin
-            && let Some((confirmations, op)) = self.retries.borrow().get(origin)
+            && let Some((Outcome::Sent(confirmations), op)) = self.retries.borrow().get(origin)
         {
-            return Ok(Applied::Appended(confirmations, op));
+            return Ok(Applied::Appended(confirmations.clone(), op));
         }
         let handle = self
             .data
@@ -145,9 +146,8 @@ impl Server {
         let sent = self.data.send(&plan, batch.into(), now_us).await;
         let confirmations = sent.map_err(|error| error.refusal())?;
         if let Some(origin) = origin {
-            self.retries
-                .borrow_mut()
-                .record(origin, number, confirmations.clone());
+            let sent = Outcome::Sent(confirmations.clone());
+            self.retries.borrow_mut().record(origin, number, sent);
         }
         Ok(Applied::Appended(confirmations, number))
     }
@@ -167,7 +167,10 @@ impl Server {
                 bind_secret,
                 token,
             } => self.register_replicated(number, client_id, user_id, bind_secret, token),
-            ReplicatedOp::Metadata(op) => self.apply_metadata(number, op).await,
+            ReplicatedOp::Metadata(op) => self.apply_metadata(number, op, None).await,
+            ReplicatedOp::MetadataFrom { op, origin } => {
+                self.apply_metadata(number, op, Some(origin)).await
+            }
             ReplicatedOp::Append {
                 key,
                 now_us,
@@ -237,8 +240,19 @@ impl Server {
     }
 
     /// Applies the metadata change committed as op `number`, which becomes the metadata's
-    /// commit number.
-    async fn apply_metadata(&self, number: u64, op: MetadataOp) -> Result<Applied, Refusal> {
+    /// commit number, unless `origin` names a change already applied (a retry whose first
+    /// attempt committed too): that one's commit answers it, and nothing changes.
+    async fn apply_metadata(
+        &self,
+        number: u64,
+        op: MetadataOp,
+        origin: Option<Origin>,
+    ) -> Result<Applied, Refusal> {
+        if let Some(origin) = origin
+            && let Some((Outcome::Changed(_), commit)) = self.retries.borrow().get(origin)
+        {
+            return Ok(Applied::Metadata { commit });
+        }
         let mut next = Metadata::clone(&self.metadata.borrow());
         if let Err(error) = next.apply_at(&op, number) {
             log::info!("metadata: committed {} does not apply: {error}", op.kind());
@@ -249,6 +263,10 @@ impl Server {
         self.metadata.replace(Rc::clone(&next));
         if op.may_revoke_identity() {
             self.end_orphaned_sessions();
+        }
+        if let Some(origin) = origin {
+            let changed = Outcome::Changed(op.clone());
+            self.retries.borrow_mut().record(origin, number, changed);
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
             log::error!("data: following replicated commit {commit} failed: {error}");

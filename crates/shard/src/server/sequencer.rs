@@ -17,9 +17,10 @@ use crate::data::ShardStorage;
 use crate::mail::Reply;
 use crate::metadata::{Journal, Metadata, MetadataOp};
 use crate::refusal::Refusal;
+use crate::retries::Origin;
 
-/// A queued op and where its commit number goes.
-type Queued = (MetadataOp, Reply<Result<u64, Refusal>>);
+/// A queued op, the SDK identity of the request behind it, and where its commit number goes.
+type Queued = (MetadataOp, Option<Origin>, Reply<Result<u64, Refusal>>);
 
 /// The leader's commit queue and journal.
 #[derive(Default)]
@@ -51,9 +52,16 @@ impl Sequencer {
 impl Server {
     /// Queues `op` on this shard's sequencer and waits for its commit number; starts the
     /// drain task when none runs.
-    pub(super) async fn sequence(&self, op: MetadataOp) -> Result<u64, Refusal> {
+    pub(super) async fn sequence(
+        &self,
+        op: MetadataOp,
+        origin: Option<Origin>,
+    ) -> Result<u64, Refusal> {
         let (reply, answer) = crossfire::oneshot::oneshot();
-        self.sequencer.queue.borrow_mut().push_back((op, reply));
+        self.sequencer
+            .queue
+            .borrow_mut()
+            .push_back((op, origin, reply));
         if !self.sequencer.draining.replace(true) {
             let Some(server) = self.me.upgrade() else {
                 // The server is being dropped: nothing will commit.
@@ -71,12 +79,12 @@ impl Server {
     async fn drain(self: Rc<Self>) {
         loop {
             let next = self.sequencer.queue.borrow_mut().pop_front();
-            let Some((op, reply)) = next else {
+            let Some((op, origin, reply)) = next else {
                 self.sequencer.draining.set(false);
                 return;
             };
             let mut journal = self.sequencer.journal.take();
-            let committed = self.commit_now(journal.as_mut(), op).await;
+            let committed = self.commit_now(journal.as_mut(), op, origin).await;
             self.sequencer.journal.replace(journal);
             let last = self.sequencer.queue.borrow().is_empty();
             if last {
@@ -95,6 +103,7 @@ impl Server {
         &self,
         journal: Option<&mut Journal<ShardStorage>>,
         op: MetadataOp,
+        origin: Option<Origin>,
     ) -> Result<u64, Refusal> {
         // The op is applied to a copy first: the journal must only ever hold ops that apply.
         let mut next = Metadata::clone(&self.metadata.borrow());
@@ -105,7 +114,11 @@ impl Server {
         if let Some(replication) = self.replication() {
             // Cluster mode: the op is applied once a quorum has it, on every node, by the
             // replica driver (`crate::cluster`); metadata is always synced by the quorum.
-            let op = crate::cluster::ReplicatedOp::Metadata(op);
+            // Its origin goes with it, so a retry of the request is not applied twice.
+            let op = match origin {
+                Some(origin) => crate::cluster::ReplicatedOp::MetadataFrom { op, origin },
+                None => crate::cluster::ReplicatedOp::Metadata(op),
+            };
             return match replication.submit(&op, true).await? {
                 crate::cluster::Applied::Metadata { commit } => Ok(commit),
                 _ => Err(Refusal::Internal),
