@@ -264,6 +264,12 @@ fn metrics_follow_a_produce_and_consume_run() {
         assert_eq!(second.consumer("iggy_consumer_lag_seconds", CAUGHT_UP), 0.0);
         assert_eq!(second.requests("send_messages"), 15.0);
         assert_eq!(second.partition("iggy_partition_messages"), 150.0);
+        let topic = format!("{{stream=\"{STREAM}\",topic=\"{TOPIC}\"}}");
+        assert_eq!(second.value(&format!("iggy_topic_messages{topic}")), 150.0);
+        assert_eq!(
+            second.value(&format!("iggy_stream_segments{{stream=\"{STREAM}\"}}")),
+            second.partition("iggy_partition_segments")
+        );
 
         // A personal access token works as the bearer; no credential gets 401.
         let pat = client

@@ -244,52 +244,51 @@ fn partition_families(out: &mut Exposition, rows: &[PartitionRow]) {
     topic_and_stream_families(out, rows);
 }
 
-/// Sums of the partitions' messages and bytes per topic and per stream.
+/// Sums of the partitions' messages, bytes and segments per topic and per stream.
 fn topic_and_stream_families(out: &mut Exposition, rows: &[PartitionRow]) {
-    let mut topics: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    let mut topics: BTreeMap<(&str, &str), [u64; 3]> = BTreeMap::new();
     for row in rows {
-        let entry = topics.entry((&row.stream, &row.topic)).or_default();
-        entry.0 += row.stats.messages_count;
-        entry.1 += row.stats.size_bytes;
+        let stats = &row.stats;
+        let sum = topics.entry((&row.stream, &row.topic)).or_default();
+        for (total, value) in sum.iter_mut().zip(sums_of(stats)) {
+            *total += value;
+        }
     }
-    let mut streams: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for ((stream, _), (messages, bytes)) in &topics {
-        let entry = streams.entry(stream).or_default();
-        entry.0 += messages;
-        entry.1 += bytes;
+    let mut streams: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for ((stream, _), values) in &topics {
+        let sum = streams.entry(stream).or_default();
+        for (total, value) in sum.iter_mut().zip(values) {
+            *total += value;
+        }
     }
-    out.family(
-        "iggy_topic_messages",
-        Kind::Gauge,
-        "Messages stored in the topic.",
-    );
-    for ((stream, topic), (messages, _)) in &topics {
-        out.sample(&[("stream", stream), ("topic", topic)], messages);
+    let summed = [
+        ("messages", "Messages"),
+        ("bytes", "Bytes"),
+        ("segments", "Segments"),
+    ];
+    for (index, (suffix, what)) in summed.into_iter().enumerate() {
+        let help = format!("{what} of the topic's partitions.");
+        out.family(&format!("iggy_topic_{suffix}"), Kind::Gauge, &help);
+        for ((stream, topic), values) in &topics {
+            out.sample(&[("stream", stream), ("topic", topic)], values[index]);
+        }
     }
-    out.family(
-        "iggy_topic_bytes",
-        Kind::Gauge,
-        "Bytes stored in the topic.",
-    );
-    for ((stream, topic), (_, bytes)) in &topics {
-        out.sample(&[("stream", stream), ("topic", topic)], bytes);
+    for (index, (suffix, what)) in summed.into_iter().enumerate() {
+        let help = format!("{what} of the stream's partitions.");
+        out.family(&format!("iggy_stream_{suffix}"), Kind::Gauge, &help);
+        for (stream, values) in &streams {
+            out.sample(&[("stream", stream)], values[index]);
+        }
     }
-    out.family(
-        "iggy_stream_messages",
-        Kind::Gauge,
-        "Messages stored in the stream.",
-    );
-    for (stream, (messages, _)) in &streams {
-        out.sample(&[("stream", stream)], messages);
-    }
-    out.family(
-        "iggy_stream_bytes",
-        Kind::Gauge,
-        "Bytes stored in the stream.",
-    );
-    for (stream, (_, bytes)) in &streams {
-        out.sample(&[("stream", stream)], bytes);
-    }
+}
+
+/// A partition's messages, bytes and segments.
+fn sums_of(stats: &PartitionStats) -> [u64; 3] {
+    [
+        stats.messages_count,
+        stats.size_bytes,
+        u64::from(stats.segments_count),
+    ]
 }
 
 /// One stored consumer offset and its lag.
