@@ -855,6 +855,7 @@ impl Handed {
 
 /// Publishes the shard's buffer-pool counters to its metrics once a second (the pool never
 /// leaves its thread; a scrape on another reads what was published), while metrics record.
+#[cfg(feature = "tcp")]
 fn publish_pool(server: &Rc<Server>, pool: &Rc<pool::Pool>) {
     if !server.metrics().enabled() {
         return;
