@@ -183,13 +183,6 @@ impl Driver {
         };
         self.status
             .publish_progress(progress, |replica| self.replica.acked(replica));
-        let progress = shard::cluster::LogProgress {
-            op: self.replica.op(),
-            commit,
-            applied,
-        };
-        self.status
-            .publish_progress(progress, |replica| self.replica.acked(replica));
     }
 
     /// On a primary that has applied its whole log of a cluster without users: commits the
