@@ -27,4 +27,4 @@ pub mod values;
 pub mod wire;
 
 pub use auth::SessionLimits;
-pub use server::{HttpConfig, HttpServer, ListenError};
+pub use server::{HttpConfig, HttpServer, ListenError, check_metrics_endpoint};

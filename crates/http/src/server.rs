@@ -53,6 +53,18 @@ pub enum ListenError {
     },
     #[error("read the local address of the HTTP listener")]
     LocalAddress(#[source] io::Error),
+    #[error("http.metrics.endpoint `{0}` is a route of the API: choose another path")]
+    MetricsEndpoint(String),
+}
+
+/// Refuses a metrics endpoint that would hide a `GET` route of the API (`/stats`, `/streams`).
+pub fn check_metrics_endpoint(endpoint: &str) -> Result<(), ListenError> {
+    let taken = crate::route::Target::parse(endpoint)
+        .is_ok_and(|target| crate::route::route(&http::Method::GET, &target.segments).is_ok());
+    if taken {
+        return Err(ListenError::MetricsEndpoint(endpoint.to_owned()));
+    }
+    Ok(())
 }
 
 /// A bound listener, not yet accepting.

@@ -485,14 +485,14 @@ impl PartitionHandle {
         self.call(|reply| Job::Segments { reply }).await
     }
 
-    /// Deletes the sealed segment starting at `start_offset` (retention); says whether it
-    /// existed. The active segment is never deleted.
     /// The append time (µs) of the record holding each of `offsets`; `None` for an offset
     /// not stored (past the end, or removed by retention).
     pub async fn timestamps(&self, offsets: Vec<u64>) -> Result<Vec<Option<u64>>, PartitionError> {
         self.call(|reply| Job::Timestamps { offsets, reply }).await
     }
 
+    /// Deletes the sealed segment starting at `start_offset` (retention); says whether it
+    /// existed. The active segment is never deleted.
     pub async fn delete_segment(&self, start_offset: u64) -> Result<bool, PartitionError> {
         self.call(|reply| Job::DeleteSegment {
             start_offset,

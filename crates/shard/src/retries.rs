@@ -6,9 +6,15 @@
 //! fills the table as it applies ops, in op order, so a new primary holds the same table as
 //! the old one, and a restarted node rebuilds it by replaying its log.
 //!
-//! Bounded: [`REQUESTS_PER_CLIENT`] requests per client (more than an SDK keeps in flight)
-//! and [`CLIENTS_MAX`] clients; the client whose latest request is oldest is forgotten
-//! first. Both rules depend only on the ops applied, so every node forgets alike.
+//! Sends and metadata changes are kept in two tables ([`Retries::sends`],
+//! [`Retries::changes`]): a send is recorded only when its append succeeded on this node (a
+//! full disk may refuse it on one node alone), while a metadata change applies alike
+//! everywhere, so the changes table, which decides whether a change applies, stays the same
+//! on every node.
+//!
+//! Bounded per table: requests per client (more than an SDK keeps in flight) and clients;
+//! the client whose latest request is oldest is forgotten first. Both rules depend only on
+//! what the table recorded, in op order.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -30,10 +36,14 @@ impl Origin {
     }
 }
 
-/// Requests remembered per client.
+/// Sends remembered per client.
 pub const REQUESTS_PER_CLIENT: usize = 1024;
-/// Clients remembered.
+/// Clients whose sends are remembered.
 pub const CLIENTS_MAX: usize = 4096;
+/// Metadata changes remembered per client, and clients: changes are rare, and each keeps
+/// its whole op (names, permissions, hashes), so fewer are kept.
+pub const CHANGES_PER_CLIENT: usize = 64;
+pub const CHANGES_CLIENTS_MAX: usize = 1024;
 
 /// What a remembered request did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,12 +63,38 @@ struct Applied {
 }
 
 /// Applied requests by origin (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Retries {
     clients: BTreeMap<u128, VecDeque<Applied>>,
+    per_client: usize,
+    clients_max: usize,
+}
+
+impl Default for Retries {
+    fn default() -> Self {
+        Self::sends()
+    }
 }
 
 impl Retries {
+    /// The table of sends.
+    pub fn sends() -> Self {
+        Self::bounded(REQUESTS_PER_CLIENT, CLIENTS_MAX)
+    }
+
+    /// The table of metadata changes.
+    pub fn changes() -> Self {
+        Self::bounded(CHANGES_PER_CLIENT, CHANGES_CLIENTS_MAX)
+    }
+
+    fn bounded(per_client: usize, clients_max: usize) -> Self {
+        Self {
+            clients: BTreeMap::new(),
+            per_client: per_client.max(1),
+            clients_max: clients_max.max(1),
+        }
+    }
+
     /// What the request `origin` names did, if it was applied, and the op that applied it.
     pub fn get(&self, origin: Origin) -> Option<(&Outcome, u64)> {
         let applied = self.clients.get(&origin.client)?;
@@ -68,7 +104,7 @@ impl Retries {
 
     /// Records that the request `origin` was applied by `op` and did `outcome`.
     pub fn record(&mut self, origin: Origin, op: u64, outcome: Outcome) {
-        if !self.clients.contains_key(&origin.client) && self.clients.len() >= CLIENTS_MAX {
+        if !self.clients.contains_key(&origin.client) && self.clients.len() >= self.clients_max {
             let oldest = self
                 .clients
                 .iter()
@@ -79,7 +115,7 @@ impl Retries {
             }
         }
         let applied = self.clients.entry(origin.client).or_default();
-        if applied.len() >= REQUESTS_PER_CLIENT {
+        if applied.len() >= self.per_client {
             applied.pop_front();
         }
         applied.push_back(Applied {
@@ -87,7 +123,7 @@ impl Retries {
             op,
             outcome,
         });
-        debug_assert!(self.clients.len() <= CLIENTS_MAX);
+        debug_assert!(self.clients.len() <= self.clients_max);
     }
 
     /// Clients remembered.

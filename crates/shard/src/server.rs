@@ -102,6 +102,9 @@ pub struct Server {
     /// Cluster mode: the sends applied, by their SDK identity, so a retry is not applied
     /// twice.
     pub(crate) retries: RefCell<crate::retries::Retries>,
+    /// Cluster mode: the metadata changes applied, by their SDK identity (a table of its own,
+    /// the same on every node: see `crate::retries`).
+    pub(crate) changes: RefCell<crate::retries::Retries>,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -183,7 +186,8 @@ impl Server {
             ),
             logins: RefCell::new(LoginLimiter::new(info.logins)),
             replication: std::cell::OnceCell::new(),
-            retries: RefCell::default(),
+            retries: RefCell::new(crate::retries::Retries::sends()),
+            changes: RefCell::new(crate::retries::Retries::changes()),
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),

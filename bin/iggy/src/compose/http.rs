@@ -16,6 +16,9 @@ pub(super) async fn bind(config: &Config) -> Result<Option<http_api::HttpServer>
     if !http.enabled {
         return Ok(None);
     }
+    if http.metrics_enabled {
+        http_api::check_metrics_endpoint(&http.metrics_endpoint)?;
+    }
     match http_api::HttpServer::bind(settings(config)).await {
         #[cfg(feature = "tls")]
         Ok(server) if http.tls.enabled => {

@@ -63,24 +63,35 @@ impl RotatingFile {
             rotated = directory.join(format!("{NAME}.{}-{suffix}", stamp(now)));
             suffix += 1;
         }
-        fs::rename(directory.join(NAME), &rotated)?;
+        let renamed = fs::rename(directory.join(NAME), &rotated);
+        // Lines go on to a file named NAME whatever happened: a new one after the rename, a
+        // re-made one if an operator removed it, or the same one if it cannot be renamed.
         self.file = open_current(directory)?;
-        self.written = 0;
-        self.prune(now);
-        Ok(())
+        self.written = self.file.metadata().map_or(0, |metadata| metadata.len());
+        match renamed {
+            Ok(()) => {
+                self.rotation.prune(now);
+                Ok(())
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(error),
+        }
     }
+}
 
+impl Rotation {
     /// Deletes rotated files past the retention, then the oldest while the rest exceed the
-    /// total size. Files it cannot read or delete are left.
+    /// total size. Files it cannot read or delete are left. Needs no lock on the file being
+    /// written: it touches only rotated files.
     pub(crate) fn prune(&self, now: SystemTime) {
-        let mut rotated = rotated_files(&self.rotation.directory);
+        let mut rotated = rotated_files(&self.directory);
         rotated.retain(|(path, _, modified)| {
             let expired = now
                 .duration_since(*modified)
-                .is_ok_and(|age| age > self.rotation.retention);
+                .is_ok_and(|age| age > self.retention);
             !(expired && fs::remove_file(path).is_ok())
         });
-        let max_total = self.rotation.max_total_size;
+        let max_total = self.max_total_size;
         if max_total == 0 {
             return;
         }
@@ -177,6 +188,29 @@ mod tests {
         fs::remove_dir_all(&directory).unwrap();
     }
 
+    /// An operator removing the file being written does not stop the logging: the next
+    /// rotation makes a new one.
+    #[test]
+    fn a_removed_log_file_is_made_again() {
+        let directory = directory("removed");
+        let rotation = Rotation {
+            directory: directory.clone(),
+            max_file_size: 20,
+            max_total_size: 0,
+            retention: Duration::from_hours(1),
+        };
+        let mut file = RotatingFile::open(rotation).unwrap();
+        let now = SystemTime::now();
+        file.write_line("first line, 20 bytes\n", now).unwrap();
+        fs::remove_file(directory.join(NAME)).unwrap();
+        file.write_line("second line\n", now).unwrap();
+        assert_eq!(
+            fs::read_to_string(directory.join(NAME)).unwrap(),
+            "second line\n"
+        );
+        fs::remove_dir_all(&directory).unwrap();
+    }
+
     #[test]
     fn rotated_files_past_the_retention_are_deleted() {
         let directory = directory("retention");
@@ -186,15 +220,15 @@ mod tests {
             max_total_size: 0,
             retention: Duration::from_mins(1),
         };
-        let mut file = RotatingFile::open(rotation).unwrap();
+        let mut file = RotatingFile::open(rotation.clone()).unwrap();
         let now = SystemTime::now();
         for _ in 0..3 {
             file.write_line("0123456789\n", now).unwrap();
         }
         assert_eq!(names(&directory).len(), 3);
-        file.prune(now + Duration::from_secs(30));
+        rotation.prune(now + Duration::from_secs(30));
         assert_eq!(names(&directory).len(), 3, "within the retention");
-        file.prune(now + Duration::from_mins(2));
+        rotation.prune(now + Duration::from_mins(2));
         assert_eq!(names(&directory), vec![NAME.to_owned()]);
         fs::remove_dir_all(&directory).unwrap();
     }

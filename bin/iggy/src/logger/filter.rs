@@ -36,7 +36,16 @@ impl Filter {
                         .targets
                         .push((target.to_owned(), level_of(level.trim())?));
                 }
-                None => filter.default = level_of(directive)?,
+                // A bare target, as in RUST_LOG, logs everything of that target.
+                None => match level_of(directive) {
+                    Ok(level) => filter.default = level,
+                    Err(_) if is_target(directive) => {
+                        filter
+                            .targets
+                            .push((directive.to_owned(), LevelFilter::Trace));
+                    }
+                    Err(reason) => return Err(reason),
+                },
             }
         }
         filter
@@ -68,6 +77,12 @@ impl Filter {
             })
             .map_or(self.default, |(_, level)| *level)
     }
+}
+
+/// A module path: `shard`, `transport::tcp`.
+fn is_target(text: &str) -> bool {
+    text.split("::")
+        .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 fn level_of(text: &str) -> Result<LevelFilter, String> {
@@ -106,7 +121,13 @@ mod tests {
         );
         assert_eq!(Filter::parse("none").unwrap(), Filter::at(LevelFilter::Off));
         assert_eq!(Filter::parse("").unwrap(), Filter::at(LevelFilter::Info));
-        assert!(Filter::parse("loud").is_err());
+        let bare = Filter::parse("warn,transport::tcp").unwrap();
+        assert!(
+            bare.enabled("transport::tcp::reader", Level::Trace),
+            "a bare target: all"
+        );
+        assert!(!bare.enabled("transport::ws", Level::Info));
+        assert!(Filter::parse("no such!").is_err());
         assert!(Filter::parse("=debug").is_err());
         assert!(Filter::parse("shard=verbose").is_err());
     }

@@ -53,13 +53,14 @@ pub(crate) fn configure(settings: &LoggingSettings) -> std::io::Result<()> {
     if !settings.file_enabled {
         return Ok(());
     }
-    let file = RotatingFile::open(Rotation {
+    let rotation = Rotation {
         directory: settings.directory.clone(),
         max_file_size: settings.max_file_size,
         max_total_size: settings.max_total_size,
         retention: settings.retention,
-    })?;
-    file.prune(SystemTime::now());
+    };
+    let file = RotatingFile::open(rotation.clone())?;
+    rotation.prune(SystemTime::now());
     *lock_file() = Some(file);
     let interval = settings.rotation_check_interval.max(Duration::from_secs(1));
     std::thread::Builder::new()
@@ -67,9 +68,7 @@ pub(crate) fn configure(settings: &LoggingSettings) -> std::io::Result<()> {
         .spawn(move || {
             loop {
                 std::thread::sleep(interval);
-                if let Some(file) = lock_file().as_ref() {
-                    file.prune(SystemTime::now());
-                }
+                rotation.prune(SystemTime::now());
             }
         })?;
     Ok(())

@@ -131,11 +131,16 @@ fn post(endpoint: &Endpoint, body: &str) -> Result<(), String> {
         .map_err(|error| failed("connect to", &error))?;
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+    // An IPv6 address goes in brackets in the Host header, as in a URL.
+    let host = if endpoint.host.contains(':') {
+        format!("[{}]", endpoint.host)
+    } else {
+        endpoint.host.clone()
+    };
     let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\n\
+        "POST {} HTTP/1.1\r\nHost: {host}:{}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
         endpoint.path,
-        endpoint.host,
         endpoint.port,
         body.len()
     );

@@ -89,8 +89,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     ) -> Result<SendConfirmations, DataError> {
         let append = plan.handle.append(batch, now_us, plan.producer);
         let appended = self.timed(|metrics| &metrics.append_us, append).await;
-        if let Err(PartitionError::Append(AppendError::Io { source, .. })) = &appended
-            && source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+        if let Err(error) = &appended
+            && is_no_space(error)
             && self.metrics().enabled()
         {
             let refusals = &self.metrics().no_space_refusals;
@@ -107,6 +107,17 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             base_offset: outcome.base_offset,
         }]))
     }
+}
+
+/// Whether the append failed for a full disk: its write, or the group commit's sync.
+fn is_no_space(error: &PartitionError) -> bool {
+    let failed = match error {
+        PartitionError::Append(error) => error,
+        PartitionError::Sync(error) => &**error,
+        _ => return false,
+    };
+    matches!(failed, AppendError::Io { source, .. }
+        if source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()))
 }
 
 impl DataError {

@@ -320,3 +320,42 @@ fn a_second_copy_of_a_change_in_the_log_applies_as_nothing() {
         assert_eq!(topic.partitions.len(), 3, "one partition added, once");
     });
 }
+
+/// Consumer-group create and delete, committed outside `Call::commit`, answer a retry as
+/// their first attempt did: the same group, and a delete that succeeds.
+#[test]
+fn retried_group_changes_are_answered_with_their_first_outcome() {
+    use proto::commands::groups::{CreateConsumerGroup, DeleteConsumerGroup};
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let create = CreateConsumerGroup {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            name: name("readers"),
+        };
+        let code = CommandCode::CreateConsumerGroup;
+        let first = numbered_reply_to(server, &mut root, code, &create, 8).await;
+        let retry = numbered_reply_to(server, &mut root, code, &create, 8).await;
+        let dialect = Dialect::V0_12_2;
+        assert_eq!(first.encode_body(dialect), retry.encode_body(dialect));
+        assert_eq!(retry.committed_op, first.committed_op);
+        let delete = DeleteConsumerGroup {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            group_id: id("readers"),
+        };
+        let code = CommandCode::DeleteConsumerGroup;
+        let first = numbered_reply_to(server, &mut root, code, &delete, 9).await;
+        let retry = numbered_reply_to(server, &mut root, code, &delete, 9).await;
+        assert_eq!(first.encode_body(dialect), retry.encode_body(dialect));
+        assert!(
+            !matches!(retry.body, crate::outcome::Body::Refused(_)),
+            "not \"not found\""
+        );
+    });
+}

@@ -89,16 +89,7 @@ impl Call {
         op: Result<MetadataOp, Refusal>,
         payload: impl FnOnce(&Metadata, &DataFigures<'_>, &MetadataOp) -> Option<T>,
     ) -> Outcome {
-        let first = self
-            .origin
-            .filter(|_| server.replication().is_some())
-            .and_then(|origin| match server.retries.borrow().get(origin) {
-                Some((crate::retries::Outcome::Changed(first), commit)) => {
-                    Some((first.clone(), commit))
-                }
-                _ => None,
-            });
-        if let Some((first, commit)) = first {
+        if let Some((first, commit)) = server.committed_change(self.origin) {
             let built = {
                 let metadata = server.metadata.borrow();
                 payload(&metadata, &DataFigures(&server.data), &first)
@@ -124,15 +115,22 @@ impl Call {
             Ok(commit) => commit,
             Err(refusal) => return self.reject(server, refusal),
         };
+        // A retry validated before its first attempt applied committed as a no-op: the reply
+        // is the first attempt's, built from its op (a token this attempt minted was never
+        // stored, so it is not answered).
+        let applied = server
+            .committed_change(self.origin)
+            .map_or(op, |(first, _)| first);
         let built = {
             let metadata = server.metadata.borrow();
-            payload(&metadata, &DataFigures(&server.data), &op)
+            payload(&metadata, &DataFigures(&server.data), &applied)
         };
         match built {
             Some(reply) => {
                 committed_reply(server, self.operation, Body::Value(Box::new(reply)), commit)
             }
-            // The op applied, so what it created exists; a miss is a bug, not the client's.
+            // The op applied, so what it created exists: a miss is a bug, or a retry of a
+            // token create whose first attempt's secret went with the lost answer.
             None => self.reject(server, Refusal::Internal),
         }
     }

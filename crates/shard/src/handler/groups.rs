@@ -28,6 +28,7 @@ pub(crate) async fn handle(
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
     let (client_id, now) = (header.client.get(), server.now_us());
+    let origin = crate::retries::Origin::of(client_id, header.request.get());
     let result = match request {
         Request::GetConsumerGroup(get) => {
             let metadata = server.metadata.borrow();
@@ -43,8 +44,8 @@ pub(crate) async fn handle(
                 .map(|groups| Body::Value(Box::new(groups)))
         }
         Request::CreateConsumerGroup(create) => {
-            let created =
-                create_group(server, &create.stream_id, &create.topic_id, &create.name).await;
+            let (stream, topic) = (&create.stream_id, &create.topic_id);
+            let created = create_group(server, origin, (stream, topic), &create.name).await;
             return committed_or_refused(server, operation, created, commit);
         }
         Request::DeleteConsumerGroup(delete) => {
@@ -57,14 +58,20 @@ pub(crate) async fn handle(
                     &delete.group_id,
                 )
             };
+            let retried = server.committed_change(origin);
             let deleted = match key.and_then(|key| key) {
+                // A retry whose first attempt deleted the group: answered as that one was.
+                _ if retried.is_some() => {
+                    let commit = retried.map_or(commit, |(_, commit)| commit);
+                    Ok((Body::Value(Box::new(Empty)), commit))
+                }
                 Ok(key) => {
                     let op = MetadataOp::DeleteConsumerGroup {
                         stream_id: key.stream_id,
                         topic_id: key.topic_id,
                         id: key.group_id,
                     };
-                    let committed = server.commit(op).await;
+                    let committed = server.commit_from(op, origin).await;
                     committed.map(|commit| (Body::Value(Box::new(Empty)), commit))
                 }
                 Err(refusal) => Err(refusal),
@@ -225,12 +232,17 @@ fn list_groups(
     Ok(ConsumerGroups(groups))
 }
 
+/// Creates the group, or answers a retry of a create that committed (cluster mode) as
+/// its first attempt was.
 async fn create_group(
     server: &Server,
-    stream: &Identifier,
-    topic: &Identifier,
+    origin: Option<crate::retries::Origin>,
+    (stream, topic): (&Identifier, &Identifier),
     name: &WireName,
 ) -> Result<(Body, u64), Refusal> {
+    if let Some((first, commit)) = server.committed_change(origin) {
+        return group_created(server, &first, commit);
+    }
     let op = {
         let metadata = server.metadata.borrow();
         let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
@@ -249,16 +261,26 @@ async fn create_group(
             created_at: server.now_us(),
         }
     };
+    let commit = server.commit_from(op.clone(), origin).await?;
+    // A retry validated before its first attempt applied committed as nothing: the group
+    // is the first attempt's.
+    let applied = server
+        .committed_change(origin)
+        .map_or(op, |(first, _)| first);
+    group_created(server, &applied, commit)
+}
+
+/// The reply to the create `op`, committed as `commit`: the group's details.
+fn group_created(server: &Server, op: &MetadataOp, commit: u64) -> Result<(Body, u64), Refusal> {
     let MetadataOp::CreateConsumerGroup {
         stream_id,
         topic_id,
         id,
         ..
-    } = op
+    } = *op
     else {
         return Err(Refusal::Internal);
     };
-    let commit = server.commit(op.clone()).await?;
     let metadata = server.metadata.borrow();
     let key = GroupKey {
         stream_id,

@@ -37,6 +37,7 @@ async fn scrape(server: &Server) -> String {
     process(&mut out, server, now_us);
     entities(&mut out, server, &metadata, &partitions);
     partition_families(&mut out, &partitions);
+    topic_and_stream_families(&mut out, &metadata, &partitions);
     let consumers = consumers(&partitions, &metadata, now_us).await;
     consumer_families(&mut out, &consumers);
     let shards: Vec<&ShardMetrics> = server.node.metrics.shards().iter().map(|s| &**s).collect();
@@ -241,12 +242,19 @@ fn partition_families(out: &mut Exposition, rows: &[PartitionRow]) {
             out.sample(&row.labels(), field(&row.stats));
         }
     }
-    topic_and_stream_families(out, rows);
 }
 
 /// Sums of the partitions' messages, bytes and segments per topic and per stream.
-fn topic_and_stream_families(out: &mut Exposition, rows: &[PartitionRow]) {
+/// Every stream and topic has its series, 0 without partitions.
+fn topic_and_stream_families(out: &mut Exposition, metadata: &Metadata, rows: &[PartitionRow]) {
     let mut topics: BTreeMap<(&str, &str), [u64; 3]> = BTreeMap::new();
+    let mut streams: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for stream in metadata.streams.values() {
+        streams.insert(&stream.name, [0; 3]);
+        for topic in stream.topics.values() {
+            topics.insert((&stream.name, &topic.name), [0; 3]);
+        }
+    }
     for row in rows {
         let stats = &row.stats;
         let sum = topics.entry((&row.stream, &row.topic)).or_default();
@@ -254,7 +262,6 @@ fn topic_and_stream_families(out: &mut Exposition, rows: &[PartitionRow]) {
             *total += value;
         }
     }
-    let mut streams: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
     for ((stream, _), values) in &topics {
         let sum = streams.entry(stream).or_default();
         for (total, value) in sum.iter_mut().zip(values) {
@@ -328,10 +335,13 @@ async fn consumers<'r>(
             .collect();
         let times = handle.timestamps(next).await.unwrap_or_default();
         for (index, &(owner, offset)) in stored.iter().enumerate() {
+            // Messages retention deleted are not waiting for anyone: the lag counts from the
+            // first stored offset at most.
+            let read_up_to = offset.max(stats.first_offset.saturating_sub(1));
             let lag_messages = if stats.is_empty() {
                 0
             } else {
-                stats.current_offset.saturating_sub(offset)
+                stats.current_offset.saturating_sub(read_up_to)
             };
             let age_us = match times.get(index) {
                 Some(Some(time)) if lag_messages > 0 => now_us.saturating_sub(*time),
@@ -388,7 +398,7 @@ fn consumer_families(out: &mut Exposition, (rows, dropped): &(Vec<ConsumerRow<'_
     out.family(
         "iggy_consumer_lag_messages",
         Kind::Gauge,
-        "Current offset minus stored offset.",
+        "Messages stored after the stored offset (current offset minus stored offset).",
     );
     for row in rows {
         out.sample(&labels(row), row.lag_messages);

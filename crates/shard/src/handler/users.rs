@@ -117,6 +117,11 @@ async fn change_password(
     change: &ChangePassword,
     changer: Option<u128>,
 ) -> Outcome {
+    if let Some((_, commit)) = server.committed_change(call.origin) {
+        // A retry whose first attempt changed the password: the old one no longer matches.
+        let empty = crate::outcome::Body::Value(Box::new(Empty));
+        return super::commit::committed_reply(server, call.operation, empty, commit);
+    }
     let stored = call.validate(server, |metadata, actor| {
         validate::change_password(metadata, actor, change, |_| true, unhashed)?;
         Ok(metadata.user(&change.user_id)?.password_hash.clone())
@@ -148,7 +153,7 @@ async fn change_password(
         // `validate::change_password` builds nothing else.
         _ => return call.reject(server, Refusal::Internal),
     };
-    let commit = match server.commit(op).await {
+    let commit = match server.commit_from(op, call.origin).await {
         Ok(commit) => commit,
         Err(refusal) => return call.reject(server, refusal),
     };

@@ -109,6 +109,16 @@ impl Server {
         self.replication.get()
     }
 
+    /// In cluster mode, the metadata change the request `origin` already committed (the
+    /// request is its retry) and that change's commit.
+    pub(crate) fn committed_change(&self, origin: Option<Origin>) -> Option<(MetadataOp, u64)> {
+        let origin = origin.filter(|_| self.replication().is_some())?;
+        match self.changes.borrow().get(origin)? {
+            (Outcome::Changed(op), commit) => Some((op.clone(), commit)),
+            (Outcome::Sent(_), _) => None,
+        }
+    }
+
     /// Turns cluster mode on: changes are replicated through `replication` from now on.
     pub fn set_replication(&self, replication: Replication) {
         if self.replication.set(replication).is_err() {
@@ -248,9 +258,7 @@ impl Server {
         op: MetadataOp,
         origin: Option<Origin>,
     ) -> Result<Applied, Refusal> {
-        if let Some(origin) = origin
-            && let Some((Outcome::Changed(_), commit)) = self.retries.borrow().get(origin)
-        {
+        if let Some((_, commit)) = self.committed_change(origin) {
             return Ok(Applied::Metadata { commit });
         }
         let mut next = Metadata::clone(&self.metadata.borrow());
@@ -266,7 +274,7 @@ impl Server {
         }
         if let Some(origin) = origin {
             let changed = Outcome::Changed(op.clone());
-            self.retries.borrow_mut().record(origin, number, changed);
+            self.changes.borrow_mut().record(origin, number, changed);
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
             log::error!("data: following replicated commit {commit} failed: {error}");
