@@ -226,13 +226,6 @@ impl Server {
         self.node.metrics.shard(self.place().index)
     }
 
-    /// Adds one to a counter of this shard's metrics, when recording is on.
-    pub(crate) fn count(&self, counter: &std::sync::atomic::AtomicU64) {
-        if self.metrics().enabled() {
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
     /// This shard's place among the server's shards.
     pub fn place(&self) -> ShardPlace {
         self.data.place()
@@ -452,11 +445,9 @@ impl Server {
     pub async fn clean_messages(&self, now_us: u64) -> usize {
         let metadata = Rc::clone(&self.metadata.borrow());
         let deleted = self.data.enforce_retention(&metadata, now_us).await;
-        if self.metrics().enabled() {
-            let deleted = u64::try_from(deleted).unwrap_or(u64::MAX);
-            let counter = &self.metrics().retention_deleted_segments;
-            counter.fetch_add(deleted, std::sync::atomic::Ordering::Relaxed);
-        }
+        let count = u64::try_from(deleted).unwrap_or(u64::MAX);
+        self.metrics()
+            .add(|metrics| &metrics.retention_deleted_segments, count);
         deleted
     }
 

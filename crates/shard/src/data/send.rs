@@ -91,10 +91,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let appended = self.timed(|metrics| &metrics.append_us, append).await;
         if let Err(error) = &appended
             && is_no_space(error)
-            && self.metrics().enabled()
         {
-            let refusals = &self.metrics().no_space_refusals;
-            refusals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.metrics().add(|metrics| &metrics.no_space_refusals, 1);
         }
         let outcome = appended.map_err(|source| DataError::Partition {
             key: plan.key,

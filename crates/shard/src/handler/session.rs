@@ -188,7 +188,7 @@ async fn authenticate(
         other => LoginFailure::Refuse(other),
     };
     if user.is_err() {
-        server.count(&server.metrics().logins_failed);
+        server.metrics().add(|metrics| &metrics.logins_failed, 1);
     }
     user.map(|user_id| (user_id, secret)).map_err(refusal)
 }

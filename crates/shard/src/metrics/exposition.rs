@@ -6,9 +6,6 @@ use std::fmt::{Display, Write};
 
 use super::histogram::HistogramSnapshot;
 
-/// The content type scrapers expect for this format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Counter,

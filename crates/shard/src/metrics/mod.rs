@@ -19,7 +19,7 @@ mod histogram;
 mod registry;
 mod spans;
 
-pub use exposition::{CONTENT_TYPE, Exposition, Kind, snake_case};
+pub use exposition::{Exposition, Kind, snake_case};
 pub use histogram::{GROUP_BOUNDS, Histogram, HistogramSnapshot, LATENCY_BOUNDS_US};
 pub use registry::{Metrics, ShardMetrics, SyncObserver, TRANSPORTS};
 pub use spans::{RequestSpan, SpanSink};

@@ -82,6 +82,13 @@ impl ShardMetrics {
         self.enabled.load(Ordering::Relaxed)
     }
 
+    /// Adds `n` to the counter `pick` chooses, when recording is on.
+    pub fn add(&self, pick: fn(&Self) -> &AtomicU64, n: u64) {
+        if self.enabled() {
+            pick(self).fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// Publishes the shard's pool counters.
     pub fn publish_pool(&self, pool: &pool::Pool) {
         for (bucket, slots) in pool::Bucket::all().zip(&self.pool) {
@@ -117,10 +124,6 @@ impl Metrics {
     pub fn shard(&self, index: usize) -> &Arc<ShardMetrics> {
         let last = self.shards.len() - 1;
         &self.shards[index.min(last)]
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.shards[0].enabled()
     }
 
     /// Turns recording on or off on every shard (`[http.metrics] enabled`, set at start).
