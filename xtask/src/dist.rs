@@ -14,7 +14,7 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 10] = [
+const FEATURES: [&str; 11] = [
     "tcp",
     "quic",
     "ws",
@@ -23,6 +23,7 @@ const FEATURES: [&str; 10] = [
     "minimal,io-uring",
     "minimal,bench",
     "minimal,vsr",
+    "minimal,encryption",
     "minimal",
     "full",
 ];

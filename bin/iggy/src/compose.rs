@@ -56,6 +56,7 @@ pub(crate) fn features() -> Vec<&'static str> {
             ("io-uring", cfg!(feature = "io-uring")),
             ("bench", cfg!(feature = "bench")),
             ("vsr", cfg!(feature = "vsr")),
+            ("encryption", cfg!(feature = "encryption")),
         ])
         .filter_map(|(name, on)| on.then_some(name))
         .collect()

@@ -28,7 +28,8 @@ const NON_KEY_VARIABLES: [&str; 3] = [
 ];
 
 /// Keys whose values never reach `runtime/current_config.toml`.
-const SECRET_KEYS: [&str; 4] = [
+const SECRET_KEYS: [&str; 5] = [
+    "system.encryption.key",
     "cluster.auth.shared_secret",
     "cluster.auth.previous_shared_secret",
     "http.jwt.encoding_secret",
@@ -50,6 +51,8 @@ pub(crate) struct Config {
     pub(crate) enforce_fsync: bool,
     /// `[system.partition] sync_interval`: `replicated`'s threshold sync at most once per.
     pub(crate) sync_interval: Duration,
+    /// `[system.encryption]`: the at-rest key's base64 text when encryption is on.
+    pub(crate) encryption_key: Option<Secret>,
     pub(crate) tcp_enabled: bool,
     pub(crate) tcp_address: SocketAddr,
     pub(crate) tcp_tls: TlsSettings,
@@ -79,6 +82,16 @@ pub(crate) struct Config {
     pub(crate) effective: Table,
     /// The dotted keys a file or a variable set (the rest are defaults).
     pub(crate) explicit: BTreeSet<String>,
+}
+
+/// A secret from the configuration, which `Debug` never shows.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(pub(crate) String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("<redacted>")
+    }
 }
 
 /// `[websocket]`.
@@ -343,6 +356,7 @@ impl Config {
             validate_checksum: view.bool("system.partition.validate_checksum")?,
             enforce_fsync: view.bool("system.partition.enforce_fsync")?,
             sync_interval: view.duration("system.partition.sync_interval")?,
+            encryption_key: view.encryption_key()?,
             tcp_enabled: view.bool("tcp.enabled")?,
             tcp_address: view.parsed("tcp.address")?,
             tcp_tls: view.tls("tcp.tls")?,
@@ -660,6 +674,23 @@ impl View<'_> {
         base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|error| Self::invalid(path, format!("not base64: {error}")))
+    }
+
+    /// The at-rest key when `[system.encryption]` is enabled; enabled without a key is an
+    /// error here, a key that is not 32 bytes of base64 one at start.
+    fn encryption_key(&self) -> Result<Option<Secret>, ConfigError> {
+        if !self.bool("system.encryption.enabled")? {
+            return Ok(None);
+        }
+        let key = self.string("system.encryption.key")?;
+        if key.trim().is_empty() {
+            return Err(Self::invalid(
+                "system.encryption.key",
+                "empty while system.encryption.enabled is true (give 32 random bytes as \
+                 base64, e.g. `openssl rand -base64 32`)",
+            ));
+        }
+        Ok(Some(Secret(key)))
     }
 
     fn quic(&self) -> Result<QuicSettings, ConfigError> {

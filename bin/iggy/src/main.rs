@@ -4,6 +4,7 @@
 //! thread, which accepts connections and hands them round-robin to every shard, and the
 //! others on their own threads ([`shards`]).
 
+mod at_rest;
 mod check;
 mod cli;
 mod compose;
@@ -75,6 +76,8 @@ enum StartError {
     LogFile(PathBuf, #[source] std::io::Error),
     #[error("telemetry: {0}")]
     Telemetry(String),
+    #[error("encryption at rest")]
+    AtRest(#[from] at_rest::AtRestError),
     #[error("choose the shards' cores (system.sharding.cpu_allocation)")]
     Cores(#[source] cores::CoreError),
     #[error(transparent)]
@@ -152,6 +155,7 @@ fn start() -> Result<(), StartError> {
         files.map_or_else(|| "unlimited".into(), |n| n.to_string())
     );
     prepare_data_directory(&config, cli.fresh)?;
+    let record_key = at_rest::prepare(&config)?;
     logger::configure(&config.logging)
         .map_err(|error| StartError::LogFile(config.logging.directory.clone(), error))?;
     let root = root_credentials(&cli, &environment)?;
@@ -169,7 +173,7 @@ fn start() -> Result<(), StartError> {
         cores::pin_current_thread(leader).map_err(StartError::Cores)?;
     }
     let runtime = compio::runtime::Runtime::new().map_err(StartError::Runtime)?;
-    runtime.block_on(run(config, root, &cores, &cli))
+    runtime.block_on(run(config, (root, record_key), &cores, &cli))
 }
 
 /// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
@@ -269,7 +273,10 @@ fn random_password() -> Result<String, StartError> {
 
 async fn run(
     config: Config,
-    root: RootCredentials,
+    (root, record_key): (
+        RootCredentials,
+        Option<Arc<shard::data::at_rest::RecordKey>>,
+    ),
     cores: &[usize],
     cli: &Cli,
 ) -> Result<(), StartError> {
@@ -277,7 +284,7 @@ async fn run(
     let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
     let info = server_info(&config, listeners.ports(), cli.replica_id);
-    let (node, inboxes) = observed_node(&config, cores.len())?;
+    let (node, inboxes) = observed_node(&config, cores.len(), record_key)?;
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
@@ -336,12 +343,17 @@ async fn run(
 }
 
 /// The shards' shared state, recording metrics only when something can read them (the HTTP
-/// listener's endpoint), and tracing requests when `[telemetry]` is on.
+/// listener's endpoint), tracing requests when `[telemetry]` is on, and sealing messages at
+/// rest with `record_key`.
 fn observed_node(
     config: &Config,
     shard_count: usize,
+    record_key: Option<Arc<shard::data::at_rest::RecordKey>>,
 ) -> Result<(Arc<Node>, Vec<shard::node::Inbox>), StartError> {
     let (node, inboxes) = Node::new(shard_count);
+    if let Some(key) = record_key {
+        node.encrypt_with(key);
+    }
     telemetry::start(&config.telemetry, &node).map_err(StartError::Telemetry)?;
     node.metrics()
         .set_enabled(config.http.enabled && config.http.metrics_enabled);

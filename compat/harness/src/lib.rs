@@ -198,7 +198,58 @@ impl Server {
         }
     }
 
+    /// Sets (`Some`) or removes (`None`) an `IGGY_*` override for the next starts.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.extra_env.retain(|(name, _)| name != key);
+        if let Some(value) = value {
+            self.extra_env.push((key.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// Starts the server again on the same data directory, expecting it to refuse: returns
+    /// the end of its log once it exited with a failure. Panics if it exits 0 or serves.
+    pub fn start_refused(&mut self) -> String {
+        assert!(self.child.is_none(), "the server is still running");
+        let mut child = self
+            .command(false)
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                assert!(
+                    !status.success(),
+                    "the server exited 0\n{}",
+                    self.log_tail()
+                );
+                return self.log_tail();
+            }
+            let timeout = Duration::from_millis(100);
+            if TcpStream::connect_timeout(&self.address, timeout).is_ok()
+                || Instant::now() >= deadline
+            {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the server started instead of refusing\n{}",
+                    self.log_tail()
+                );
+            }
+            thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     fn spawn(&mut self, fresh: bool) {
+        let child = self
+            .command(fresh)
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
+        self.child = Some(child);
+        self.wait_until_accepting();
+    }
+
+    /// The server's command line and environment, its output going to the log.
+    fn command(&mut self, fresh: bool) -> Command {
         self.starts += 1;
         let log = File::options()
             .create(true)
@@ -223,11 +274,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log);
-        let child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
-        self.child = Some(child);
-        self.wait_until_accepting();
+        command
     }
 
     fn wait_until_accepting(&mut self) {

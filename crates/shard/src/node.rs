@@ -56,6 +56,8 @@ pub struct Node {
     pub(crate) metrics: Metrics,
     /// Where finished requests go as trace spans, when tracing is on.
     pub(crate) spans: std::sync::OnceLock<Arc<dyn SpanSink>>,
+    /// The at-rest key every shard seals and opens records with, when encryption is on.
+    pub(crate) record_key: std::sync::OnceLock<Arc<crate::data::at_rest::RecordKey>>,
 }
 
 /// The sending ends of one shard's lanes.
@@ -131,6 +133,7 @@ impl Node {
             clock,
             metrics: Metrics::new(shard_count),
             spans: std::sync::OnceLock::new(),
+            record_key: std::sync::OnceLock::new(),
         };
         (Arc::new(node), receivers)
     }
@@ -143,6 +146,12 @@ impl Node {
     /// Sends every finished request to `sink` as a span from now on (set once, at start).
     pub fn trace_to(&self, sink: Arc<dyn SpanSink>) {
         let _ = self.spans.set(sink);
+    }
+
+    /// Seals every message sent from now on with `key` and opens sealed ones read (set once,
+    /// at start, before any shard is built: a shard takes the key when it is made).
+    pub fn encrypt_with(&self, key: Arc<crate::data::at_rest::RecordKey>) {
+        let _ = self.record_key.set(key);
     }
 
     /// Messages waiting in each shard's `(ordered, concurrent)` lanes.

@@ -179,7 +179,8 @@ impl Server {
                 .with_sync_interval(info.sync_interval_us)
                 .with_group_views(Arc::clone(&node.group_views))
                 .with_clock(Arc::clone(&node.clock))
-                .with_metrics(Arc::clone(node.metrics.shard(index))),
+                .with_metrics(Arc::clone(node.metrics.shard(index)))
+                .with_record_key(node.record_key.get().cloned()),
             sessions: RefCell::new(
                 Sessions::publishing(session_seed, Arc::clone(&node.sessions))
                     .with_owners(Arc::clone(&node.session_owners)),

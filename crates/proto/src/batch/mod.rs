@@ -9,6 +9,7 @@
 
 mod checksum;
 mod encode;
+pub mod seal;
 mod stamp;
 mod view;
 
@@ -20,7 +21,9 @@ pub use checksum::fix_checksums;
 pub use checksum::{batch_checksum, message_checksum};
 pub use encode::{BatchEncodeError, OutgoingMessage, encode_batch};
 pub use stamp::{SlicedRecord, stamp};
-pub use view::{Batch, BatchHeader, FrameHeader, Integrity, Message, Messages, Producer, Records};
+pub use view::{
+    Batch, BatchHeader, FrameHeader, Integrity, Message, Messages, Producer, Records, Source,
+};
 
 /// Bytes in the batch header.
 pub const BATCH_HEADER_SIZE: usize = 256;

@@ -232,3 +232,57 @@ proptest! {
         }
     }
 }
+
+/// `golden_hello` with a seal section in its header, its frame reshaped into one sealed
+/// block (the bytes stand in for ciphertext; layout is what the parsers judge) and every
+/// checksum fixed.
+fn sealed_hello() -> Vec<u8> {
+    use seal::{SEAL_OVERHEAD, SealSection};
+    use zerocopy::FromBytes;
+    let plain = golden_hello();
+    let mut bytes = plain[..BATCH_HEADER_SIZE + FRAME_HEADER_SIZE].to_vec();
+    bytes.extend_from_slice(&[0xa5; 5 + SEAL_OVERHEAD]);
+    let length = bytes.len() as u64;
+    let (header, frames) = bytes.split_at_mut(BATCH_HEADER_SIZE);
+    let header = BatchHeader::mut_from_bytes(header).unwrap();
+    SealSection::Sealed([7; 16]).write(header);
+    header.batch_length = zerocopy::little_endian::U64::new(length);
+    frames[36..40].copy_from_slice(&u32::try_from(5 + SEAL_OVERHEAD).unwrap().to_le_bytes());
+    let checksum = message_checksum(&frames[8..]);
+    frames[..8].copy_from_slice(&checksum.to_le_bytes());
+    stamp(&mut bytes, 0, ORIGIN).unwrap();
+    bytes
+}
+
+#[test]
+fn a_sealed_record_parses_only_as_stored() {
+    let bytes = sealed_hello();
+    let stored = Batch::parse_stored(&bytes, Dialect::V0_12_2, Integrity::Full, 0).unwrap();
+    assert_eq!(stored.seal_salt(), Some([7; 16]));
+    // A client can never hand the server a sealed record.
+    assert!(Batch::parse(&bytes, Dialect::V0_12_2, Integrity::Full, 0).is_err());
+    let plain = golden_hello();
+    let plain = Batch::parse_stored(&plain, Dialect::V0_12_2, Integrity::Full, 0).unwrap();
+    assert_eq!(plain.seal_salt(), None);
+}
+
+#[test]
+fn a_damaged_seal_section_or_sealed_frame_is_refused() {
+    let good = sealed_hello();
+    // A version byte, a padding byte, a byte after the salt.
+    for at in [72 + 4, 72 + 6, 72 + 24, 255] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 1;
+        assert!(Batch::parse_stored(&bytes, Dialect::V0_12_2, Integrity::LayoutOnly, 0).is_err());
+    }
+    // A sealed frame declaring user headers beside its block.
+    let mut bytes = good.clone();
+    let at = BATCH_HEADER_SIZE + 32;
+    bytes[at..at + 4].copy_from_slice(&1_u32.to_le_bytes());
+    bytes[at + 4..at + 8].copy_from_slice(
+        &u32::try_from(4 + seal::SEAL_OVERHEAD)
+            .unwrap()
+            .to_le_bytes(),
+    );
+    assert!(Batch::parse_stored(&bytes, Dialect::V0_12_2, Integrity::LayoutOnly, 0).is_err());
+}

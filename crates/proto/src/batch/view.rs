@@ -4,6 +4,7 @@ use zerocopy::little_endian::{U16, U32, U64, U128};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::checksum::{batch_checksum, message_checksum};
+use super::seal::{SEAL_OVERHEAD, SEAL_SALT_SIZE, SEALED_PAYLOAD_LENGTH_MAX, SealSection};
 use super::{BATCH_HEADER_SIZE, FRAME_HEADER_SIZE, PAYLOAD_LENGTH_MAX};
 use crate::codec::{check_length, usize_from_u32, usize_to_u64};
 use crate::dialect::Dialect;
@@ -86,11 +87,22 @@ pub enum Integrity {
     LayoutOnly,
 }
 
+/// Where a batch comes from, which decides what its reserved bytes may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A client's (a send, a poll reply): every reserved byte zero.
+    Wire,
+    /// A server's store: the record may be sealed ([`super::seal`]).
+    Stored,
+}
+
 /// A validated batch borrowed from its buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct Batch<'a> {
     header: &'a BatchHeader,
     bytes: &'a [u8],
+    /// The record's seal salt, when it is a sealed stored record.
+    salt: Option<[u8; SEAL_SALT_SIZE]>,
 }
 
 impl<'a> Batch<'a> {
@@ -99,6 +111,25 @@ impl<'a> Batch<'a> {
     pub fn parse(
         bytes: &'a [u8],
         dialect: Dialect,
+        integrity: Integrity,
+        base_offset: usize,
+    ) -> Result<Self, DecodeError> {
+        Self::parse_from(bytes, (dialect, Source::Wire), integrity, base_offset)
+    }
+
+    /// [`Batch::parse`] for a record read from a server's store, which may be sealed.
+    pub fn parse_stored(
+        bytes: &'a [u8],
+        dialect: Dialect,
+        integrity: Integrity,
+        base_offset: usize,
+    ) -> Result<Self, DecodeError> {
+        Self::parse_from(bytes, (dialect, Source::Stored), integrity, base_offset)
+    }
+
+    fn parse_from(
+        bytes: &'a [u8],
+        (dialect, source): (Dialect, Source),
         integrity: Integrity,
         base_offset: usize,
     ) -> Result<Self, DecodeError> {
@@ -118,8 +149,12 @@ impl<'a> Batch<'a> {
                 },
             ));
         }
-        validate_header(header, dialect, base_offset)?;
-        let batch = Self { header, bytes };
+        let salt = validate_header(header, (dialect, source), base_offset)?;
+        let batch = Self {
+            header,
+            bytes,
+            salt,
+        };
         batch.validate_frames(integrity, base_offset)?;
         if integrity == Integrity::Full
             && batch_checksum(header, batch.frames()) != header.batch_checksum.get()
@@ -141,6 +176,25 @@ impl<'a> Batch<'a> {
         integrity: Integrity,
         base_offset: usize,
     ) -> Result<(Self, &'a [u8]), DecodeError> {
+        Self::parse_prefix_from(bytes, (dialect, Source::Wire), integrity, base_offset)
+    }
+
+    /// [`Batch::parse_prefix`] for records read from a server's store, which may be sealed.
+    pub fn parse_prefix_stored(
+        bytes: &'a [u8],
+        dialect: Dialect,
+        integrity: Integrity,
+        base_offset: usize,
+    ) -> Result<(Self, &'a [u8]), DecodeError> {
+        Self::parse_prefix_from(bytes, (dialect, Source::Stored), integrity, base_offset)
+    }
+
+    fn parse_prefix_from(
+        bytes: &'a [u8],
+        context: (Dialect, Source),
+        integrity: Integrity,
+        base_offset: usize,
+    ) -> Result<(Self, &'a [u8]), DecodeError> {
         let length = declared_length(bytes, base_offset)?;
         let (batch, rest) = bytes.split_at_checked(length).ok_or(
             DecodeError::new(
@@ -153,7 +207,10 @@ impl<'a> Batch<'a> {
             )
             .about(Subject::BatchFrame),
         )?;
-        Ok((Self::parse(batch, dialect, integrity, base_offset)?, rest))
+        Ok((
+            Self::parse_from(batch, context, integrity, base_offset)?,
+            rest,
+        ))
     }
 
     pub fn header(&self) -> &'a BatchHeader {
@@ -172,6 +229,11 @@ impl<'a> Batch<'a> {
 
     pub fn message_count(&self) -> u32 {
         self.header.message_count.get()
+    }
+
+    /// The seal salt of a sealed stored record; `None` for a plain one.
+    pub fn seal_salt(&self) -> Option<[u8; SEAL_SALT_SIZE]> {
+        self.salt
     }
 
     pub fn producer(&self) -> Option<Producer> {
@@ -194,7 +256,8 @@ impl<'a> Batch<'a> {
         let mut offset = base_offset.saturating_add(BATCH_HEADER_SIZE);
         let mut count = 0_u64;
         while !frames.is_empty() {
-            let (length, _message) = validate_frame(frames, integrity, offset)?;
+            let sealed = self.salt.is_some();
+            let (length, _message) = validate_frame(frames, (integrity, sealed), offset)?;
             frames = frames.get(length..).unwrap_or_default();
             offset = offset.saturating_add(length);
             count = count.saturating_add(1);
@@ -252,7 +315,7 @@ impl<'a> Iterator for Messages<'a> {
 pub struct Records<'a> {
     bytes: &'a [u8],
     offset: usize,
-    dialect: Dialect,
+    context: (Dialect, Source),
     integrity: Integrity,
 }
 
@@ -266,7 +329,17 @@ impl<'a> Records<'a> {
         Self {
             bytes,
             offset: base_offset,
-            dialect,
+            context: (dialect, Source::Wire),
+            integrity,
+        }
+    }
+
+    /// Records read from a server's store, which may be sealed.
+    pub fn stored(bytes: &'a [u8], dialect: Dialect, integrity: Integrity) -> Self {
+        Self {
+            bytes,
+            offset: 0,
+            context: (dialect, Source::Stored),
             integrity,
         }
     }
@@ -279,7 +352,7 @@ impl<'a> Iterator for Records<'a> {
         if self.bytes.is_empty() {
             return None;
         }
-        match Batch::parse_prefix(self.bytes, self.dialect, self.integrity, self.offset) {
+        match Batch::parse_prefix_from(self.bytes, self.context, self.integrity, self.offset) {
             Ok((batch, rest)) => {
                 self.bytes = rest;
                 self.offset = self.offset.saturating_add(batch.as_bytes().len());
@@ -316,7 +389,7 @@ fn split_frame(frames: &[u8]) -> Option<(Message<'_>, usize)> {
 /// Validates the frame at the start of `frames`; returns its length.
 fn validate_frame(
     frames: &[u8],
-    integrity: Integrity,
+    (integrity, sealed): (Integrity, bool),
     offset: usize,
 ) -> Result<(usize, Message<'_>), DecodeError> {
     let header = FrameHeader::ref_from_prefix(frames)
@@ -331,24 +404,7 @@ fn validate_frame(
                 },
             )
         })?;
-    let payload_length = u64::from(header.payload_length.get());
-    check_length(
-        payload_length,
-        1,
-        PAYLOAD_LENGTH_MAX,
-        "frame.payload_length",
-        offset.saturating_add(36),
-    )
-    .map_err(|error| error.about(Subject::PayloadLength))?;
-    let headers_length = u64::from(header.user_headers_length.get());
-    check_length(
-        headers_length,
-        0,
-        super::USER_HEADERS_LENGTH_MAX,
-        "frame.user_headers_length",
-        offset.saturating_add(32),
-    )
-    .map_err(|error| error.about(Subject::UserHeadersLength))?;
+    let (payload_length, headers_length) = check_frame_lengths(header, sealed, offset)?;
     if header.reserved.get() != 0 {
         return Err(DecodeError::new(
             "frame.reserved",
@@ -382,6 +438,39 @@ fn validate_frame(
     Ok((length, message))
 }
 
+/// The frame's payload and user-headers lengths, each within its bounds (a sealed frame's
+/// body is one block holding at least a 1-byte payload, and no user headers beside it).
+fn check_frame_lengths(
+    header: &FrameHeader,
+    sealed: bool,
+    offset: usize,
+) -> Result<(u64, u64), DecodeError> {
+    let payload_length = u64::from(header.payload_length.get());
+    let (payload_min, payload_max, headers_max) = if sealed {
+        (SEAL_OVERHEAD + 1, SEALED_PAYLOAD_LENGTH_MAX, 0)
+    } else {
+        (1, PAYLOAD_LENGTH_MAX, super::USER_HEADERS_LENGTH_MAX)
+    };
+    check_length(
+        payload_length,
+        payload_min,
+        payload_max,
+        "frame.payload_length",
+        offset.saturating_add(36),
+    )
+    .map_err(|error| error.about(Subject::PayloadLength))?;
+    let headers_length = u64::from(header.user_headers_length.get());
+    check_length(
+        headers_length,
+        0,
+        headers_max,
+        "frame.user_headers_length",
+        offset.saturating_add(32),
+    )
+    .map_err(|error| error.about(Subject::UserHeadersLength))?;
+    Ok((payload_length, headers_length))
+}
+
 /// `bytes` are too few for a batch header: where a torn segment tail shows.
 fn short_header(bytes: &[u8], base_offset: usize) -> DecodeError {
     DecodeError::new(
@@ -411,14 +500,28 @@ fn declared_length(bytes: &[u8], base_offset: usize) -> Result<usize, DecodeErro
     .map_err(|error| error.about(Subject::BatchFrame))
 }
 
+/// Checks the header's fixed fields; returns the seal salt of a sealed stored record.
 fn validate_header(
+    header: &BatchHeader,
+    (dialect, source): (Dialect, Source),
+    base_offset: usize,
+) -> Result<Option<[u8; SEAL_SALT_SIZE]>, DecodeError> {
+    let salt = match (SealSection::of(header), source) {
+        (SealSection::Plain, _) => None,
+        (SealSection::Sealed(salt), Source::Stored) => Some(salt),
+        (SealSection::Sealed(_) | SealSection::Invalid, _) => {
+            return Err(reserved("batch.reserved", base_offset.saturating_add(72)));
+        }
+    };
+    validate_producer_section(header, dialect, base_offset)?;
+    Ok(salt)
+}
+
+fn validate_producer_section(
     header: &BatchHeader,
     dialect: Dialect,
     base_offset: usize,
 ) -> Result<(), DecodeError> {
-    if header.reserved.iter().any(|&byte| byte != 0) {
-        return Err(reserved("batch.reserved", base_offset.saturating_add(72)));
-    }
     let producer_bytes_zero = header.producer_padding == [0; 3]
         && header.producer_id.get() == 0
         && header.epoch.get() == 0

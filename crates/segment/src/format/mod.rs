@@ -8,8 +8,11 @@ pub mod index;
 pub mod scan;
 pub mod state;
 
-/// The format version this code writes and reads (`FORMAT.md` §10).
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this code writes (`FORMAT.md` §10).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this code reads: version 1 differs only in holding no sealed
+/// records, so it is read as it is.
+pub const FORMAT_VERSION_MIN: u32 = 1;
 
 /// Largest segment a `u32` index position can address.
 pub const SEGMENT_SIZE_MAX: u64 = u32::MAX as u64;

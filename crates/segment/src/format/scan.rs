@@ -3,7 +3,8 @@
 
 use alloc::vec::Vec;
 
-use proto::batch::{BATCH_HEADER_SIZE, Batch, FRAME_HEADER_SIZE, Integrity, RECORD_SIZE_MAX};
+use proto::batch::seal::STORED_RECORD_SIZE_MAX;
+use proto::batch::{BATCH_HEADER_SIZE, Batch, FRAME_HEADER_SIZE, Integrity};
 use proto::{DecodeError, DecodeErrorKind, Dialect, Subject};
 
 use super::SEGMENT_SIZE_MAX;
@@ -119,8 +120,9 @@ fn next_record<'a>(
     scan: &Scan,
 ) -> Result<(ScannedRecord, &'a [u8]), StopReason> {
     let offset = usize::try_from(position).unwrap_or(usize::MAX);
-    let (batch, remaining) = Batch::parse_prefix(rest, Dialect::V0_12_2, Integrity::Full, offset)
-        .map_err(|error| classify(error, rest.len()))?;
+    let (batch, remaining) =
+        Batch::parse_prefix_stored(rest, Dialect::V0_12_2, Integrity::Full, offset)
+            .map_err(|error| classify(error, rest.len()))?;
     let header = batch.header();
     let base_offset = header.base_offset.get();
     if base_offset != scan.next_offset {
@@ -181,7 +183,7 @@ pub fn record_candidate(bytes: &[u8], next_offset: u64) -> Option<u64> {
     let length_min = BATCH_HEADER_SIZE
         .checked_add(FRAME_HEADER_SIZE)?
         .checked_add(1)?;
-    let lengths = u64::try_from(length_min).ok()?..=u64::try_from(RECORD_SIZE_MAX).ok()?;
+    let lengths = u64::try_from(length_min).ok()?..=u64::try_from(STORED_RECORD_SIZE_MAX).ok()?;
     let plausible = lengths.contains(&length) && message_count >= 1 && base_offset >= next_offset;
     plausible.then_some(length)
 }
@@ -190,7 +192,7 @@ pub fn record_candidate(bytes: &[u8], next_offset: u64) -> Option<u64> {
 /// (layout, every checksum, frame numbering) and continues this log at or after
 /// `next_offset`.
 pub fn intact_record(bytes: &[u8], next_offset: u64) -> bool {
-    let Ok(batch) = Batch::parse(bytes, Dialect::V0_12_2, Integrity::Full, 0) else {
+    let Ok(batch) = Batch::parse_stored(bytes, Dialect::V0_12_2, Integrity::Full, 0) else {
         return false;
     };
     let base_offset = batch.header().base_offset.get();
@@ -227,7 +229,7 @@ fn classify(error: DecodeError, available: usize) -> StopReason {
             available: have.min(available) as u64,
         },
         DecodeErrorKind::InvalidLength { length, .. } if error.subject == Subject::BatchFrame => {
-            if length > available as u64 && length <= RECORD_SIZE_MAX as u64 {
+            if length > available as u64 && length <= STORED_RECORD_SIZE_MAX as u64 {
                 StopReason::Torn {
                     needed: length,
                     available: available as u64,

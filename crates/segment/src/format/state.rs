@@ -3,7 +3,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::FORMAT_VERSION;
+use super::{FORMAT_VERSION, FORMAT_VERSION_MIN};
 
 /// Bytes of the file.
 pub const STATE_SIZE: usize = 64;
@@ -29,7 +29,10 @@ pub enum StateError {
     Length { length: usize },
     #[error("partition.state has a bad magic")]
     Magic,
-    #[error("partition.state has format version {version}; this build reads {FORMAT_VERSION}")]
+    #[error(
+        "partition.state has format version {version}; this build reads \
+         {FORMAT_VERSION_MIN} to {FORMAT_VERSION}"
+    )]
     Version { version: u32 },
     #[error("partition.state checksum mismatch")]
     Checksum,
@@ -58,7 +61,7 @@ impl PartitionState {
             return Err(StateError::Magic);
         }
         let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(StateError::Version { version });
         }
         let mut checksum = [0_u8; 8];
@@ -122,6 +125,27 @@ mod tests {
             PartitionState::decode(&bytes[..10]),
             Err(StateError::Length { length: 10 })
         );
+    }
+
+    /// Version 1 (before sealed records) is still read; a version from the future is not.
+    #[test]
+    fn older_versions_are_read_and_newer_refused() {
+        let state = PartitionState {
+            clean: false,
+            next_offset: 9,
+            boot_id: [1; 16],
+        };
+        let with_version = |version: u32| {
+            let mut bytes = state.encode();
+            bytes[8..12].copy_from_slice(&version.to_le_bytes());
+            let checksum = xxh3_64(&bytes[..56]);
+            bytes[56..].copy_from_slice(&checksum.to_le_bytes());
+            PartitionState::decode(&bytes)
+        };
+        assert_eq!(with_version(1), Ok(state));
+        assert_eq!(with_version(2), Ok(state));
+        assert_eq!(with_version(3), Err(StateError::Version { version: 3 }));
+        assert_eq!(with_version(0), Err(StateError::Version { version: 0 }));
     }
 
     #[test]

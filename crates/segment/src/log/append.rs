@@ -159,9 +159,10 @@ impl<S: Storage> PartitionLog<S> {
     }
 }
 
-/// Layout and frame numbering of a received batch; returns its message count.
+/// Layout and frame numbering of a batch to append (plain, or sealed by the server:
+/// `proto::batch::seal`); returns its message count.
 fn validate(bytes: &[u8]) -> Result<u32, AppendError> {
-    let batch = Batch::parse(bytes, Dialect::V0_12_2, Integrity::LayoutOnly, 0)
+    let batch = Batch::parse_stored(bytes, Dialect::V0_12_2, Integrity::LayoutOnly, 0)
         .map_err(AppendError::Invalid)?;
     match check_deltas(&batch) {
         Ok(()) => Ok(batch.message_count()),

@@ -270,7 +270,7 @@ fn parse_stored(
     integrity: Integrity,
     offset: usize,
 ) -> Result<(Batch<'_>, &[u8]), DecodeError> {
-    let (batch, remaining) = Batch::parse_prefix(rest, Dialect::V0_12_2, integrity, offset)?;
+    let (batch, remaining) = Batch::parse_prefix_stored(rest, Dialect::V0_12_2, integrity, offset)?;
     let header = batch.header();
     if integrity == Integrity::LayoutOnly
         && batch_checksum(header, batch.frames()) != header.batch_checksum.get()

@@ -14,6 +14,7 @@
 //! groups are run by the leader (the metadata sequencer), which publishes its decisions to
 //! every shard ([`leases`]): group polls are checked where they are served.
 
+pub mod at_rest;
 mod fetch;
 mod group_plane;
 mod groups;
@@ -156,6 +157,13 @@ pub enum DataError {
     /// A group poll's partition moved to another member while the poll read or waited.
     #[error("the partition moved to another group member")]
     NotOwner,
+    /// Records read could not be opened for the client (encryption at rest).
+    #[error("partition {key:?}: records cannot be opened")]
+    Unopenable {
+        key: PartitionKey,
+        #[source]
+        source: at_rest::OpenFailure,
+    },
 }
 
 /// A partition this shard owns: the incarnation it was opened for, and its handle (also
@@ -200,6 +208,8 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     clock: Arc<dyn Clock>,
     /// This shard's measurements: append and read latency, its partitions' syncs.
     metrics: Arc<ShardMetrics>,
+    /// The at-rest key (`[system.encryption]`): sends are sealed with it, reads opened.
+    record_key: Option<Arc<at_rest::RecordKey>>,
 }
 
 impl DataPlane<ShardStorage> {
@@ -240,6 +250,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             sync_interval_us: SYNC_INTERVAL_DEFAULT_US,
             clock: Arc::new(SystemClock),
             metrics: Arc::default(),
+            record_key: None,
         }
     }
 
@@ -248,6 +259,28 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     pub fn with_group_views(mut self, views: Arc<leases::GroupViews>) -> Self {
         self.group_views = views;
         self
+    }
+
+    /// The same data plane, sealing what it is sent and opening what it reads with `key`.
+    pub fn with_record_key(mut self, key: Option<Arc<at_rest::RecordKey>>) -> Self {
+        self.record_key = key;
+        self
+    }
+
+    /// Whether records are sealed at rest.
+    pub fn encrypts(&self) -> bool {
+        self.record_key.is_some()
+    }
+
+    /// A send's record as it is to be stored: sealed when a key is set, else as it is.
+    pub(crate) fn seal_send(
+        &self,
+        batch: segment::partition::AppendBuffer,
+    ) -> Result<segment::partition::AppendBuffer, crate::refusal::Refusal> {
+        match &self.record_key {
+            Some(key) => at_rest::seal(key, &batch),
+            None => Ok(batch),
+        }
     }
 
     /// The same data plane, measuring into `metrics` (the node's, for this shard).

@@ -345,12 +345,20 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             return Ok(Records::default());
         }
         let read = plan.handle.read(plan.start, count, max_bytes);
-        self.timed(|metrics| &metrics.read_us, read)
+        let mut records = self
+            .timed(|metrics| &metrics.read_us, read)
             .await
             .map_err(|source| DataError::Partition {
                 key: plan.key,
                 source,
-            })
+            })?;
+        super::at_rest::open(self.record_key.as_deref(), &mut records).map_err(|source| {
+            DataError::Unopenable {
+                key: plan.key,
+                source,
+            }
+        })?;
+        Ok(records)
     }
 }
 

@@ -152,7 +152,8 @@ impl DataError {
             Self::Partition {
                 source: PartitionError::Read(ReadError::Corrupt { .. }),
                 ..
-            } => Refusal::Storage(StorageFault::CannotRead),
+            }
+            | Self::Unopenable { .. } => Refusal::Storage(StorageFault::CannotRead),
             _ => Refusal::Internal,
         }
     }

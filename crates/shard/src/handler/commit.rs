@@ -174,4 +174,8 @@ impl PartitionStats for DataFigures<'_> {
                 messages_count: stats.messages_count,
             })
     }
+
+    fn encrypts(&self) -> bool {
+        self.0.encrypts()
+    }
 }

@@ -273,6 +273,12 @@ pub(crate) async fn append_prepared(
         origin,
         ..
     } = prepared;
+    // Sealed here, on the receiving shard, so the replica log and the segment alike hold
+    // only the sealed form.
+    let batch = match server.data.seal_send(batch) {
+        Ok(batch) => batch,
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
+    };
     if let Some(replication) = server.replication() {
         let send = (plan, origin);
         return append_replicated(server, replication, send, &batch, operation, commit).await;

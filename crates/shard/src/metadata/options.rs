@@ -404,11 +404,13 @@ pub fn topic_derived_options(explicit: &OptionsBlock, settings: &TopicSettings) 
     derived
 }
 
-/// A stream's derived block: no at-rest encryption.
-pub fn stream_derived_options(explicit: &OptionsBlock) -> OptionsBlock {
+/// A stream's derived block: where its messages' at-rest key comes from, the server's
+/// (`[system.encryption]`) or none; per-stream keys are refused at create (`4106`).
+pub fn stream_derived_options(explicit: &OptionsBlock, encrypts: bool) -> OptionsBlock {
     let mut derived = OptionsBlock::default();
     if explicit.get("encryption_key_source").is_none() {
-        derived.set("encryption_key_source", string_entry("none"));
+        let source = if encrypts { "server" } else { "none" };
+        derived.set("encryption_key_source", string_entry(source));
     }
     derived
 }

@@ -49,6 +49,11 @@ impl Default for PartitionFigures {
 /// The data plane's figures per `(stream, topic, partition)`.
 pub trait PartitionStats {
     fn partition(&self, stream_id: u32, topic_id: u32, partition_id: u32) -> PartitionFigures;
+
+    /// Whether the server seals messages at rest (`encryption_key_source = server`).
+    fn encrypts(&self) -> bool {
+        false
+    }
 }
 
 impl<F: Fn(u32, u32, u32) -> PartitionFigures> PartitionStats for F {
@@ -103,7 +108,7 @@ pub fn stream_response(stream: &Stream, stats: &impl PartitionStats) -> StreamRe
         messages_count,
         name: wire_name(&stream.name),
         options: stream.options.clone(),
-        derived_options: stream_derived_options(&stream.options),
+        derived_options: stream_derived_options(&stream.options, stats.encrypts()),
     }
 }
 
