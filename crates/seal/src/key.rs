@@ -1,9 +1,9 @@
 //! The master key: 32 bytes given as base64 (Iggy's `[system.encryption] key`), never
 //! printed, and the per-record keys derived from it.
 
-use aes_gcm::{Aes256Gcm, KeyInit};
 use base64::Engine;
 use proto::batch::seal::SEAL_SALT_SIZE;
+use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 
 /// Bytes in a key: AES-256.
 pub const KEY_SIZE: usize = 32;
@@ -51,12 +51,18 @@ impl MasterKey {
     }
 
     /// The cipher of the record salted with `salt`.
-    pub(crate) fn record_cipher(&self, salt: &[u8; SEAL_SALT_SIZE]) -> Aes256Gcm {
+    pub(crate) fn record_cipher(&self, salt: &[u8; SEAL_SALT_SIZE]) -> LessSafeKey {
         let mut hasher = blake3::Hasher::new_keyed(&self.bytes);
         hasher.update(RECORD_KEY_CONTEXT);
         hasher.update(salt);
         let key = hasher.finalize();
-        Aes256Gcm::new(key.as_bytes().into())
+        // A 32-byte key is what AES-256-GCM takes: `new` fails only on another length.
+        let Ok(key) = UnboundKey::new(&AES_256_GCM, key.as_bytes()) else {
+            unreachable!("BLAKE3 gives 32 bytes, AES-256's key length")
+        };
+        // "Less safe" only in that the caller must never repeat a nonce under the key: each
+        // record's key is its own and its nonces are its frames' distinct indexes.
+        LessSafeKey::new(key)
     }
 
     /// A value that identifies the key without revealing it (a keyed hash of a constant):

@@ -5,6 +5,11 @@
 //! the cryptography, as plain functions over byte slices (no I/O, no clock), so the shard
 //! and the offline key rotation share them.
 //!
+//! The cipher is ring's AES-256-GCM, already under rustls: on this project's machines it
+//! seals 1 KiB messages at 4.9 GB/s on one core against 1.24 GB/s for the `aes-gcm` crate
+//! (`RustCrypto`'s, without VAES paths); in the A/B of bench/RESULTS.md sealing then kept
+//! 0.56× of the producing and 0.36× of the consuming rate, ring 0.64× and 0.63×.
+//!
 //! Nonces never repeat under one key: every record gets a fresh random 128-bit salt, its
 //! key is a keyed BLAKE3 hash of the salt under the master key, and within the record each
 //! frame's nonce is its offset delta (`0, 1, 2, …`, checked before sealing). So a key

@@ -1,7 +1,5 @@
 //! Sealing a plain batch record into its stored form and opening it back, byte for byte.
 
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes256Gcm, Nonce, Tag};
 use proto::batch::seal::{
     SEAL_LENGTH_PREFIX_SIZE, SEAL_OVERHEAD, SEAL_SALT_SIZE, SEAL_TAG_SIZE, SealSection,
     records_sealed,
@@ -11,6 +9,7 @@ use proto::batch::{
     Records, batch_checksum, message_checksum,
 };
 use proto::{DecodeError, Dialect};
+use ring::aead::{Aad, LessSafeKey, Nonce};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -79,7 +78,7 @@ pub fn seal_record(
 /// Appends `message` sealed: its header with the block as payload and no user headers,
 /// then `[user_headers_length] ‖ payload ‖ user headers` encrypted, then the tag.
 fn seal_frame(
-    cipher: &Aes256Gcm,
+    cipher: &LessSafeKey,
     message: &Message<'_>,
     out: &mut Vec<u8>,
 ) -> Result<(), SealError> {
@@ -98,10 +97,10 @@ fn seal_frame(
     let nonce = nonce(message.header.offset_delta.get());
     let bound = &header.as_bytes()[BOUND_FIELDS];
     let tag = cipher
-        .encrypt_in_place_detached(&nonce, bound, &mut out[body..])
+        .seal_in_place_separate_tag(nonce, Aad::from(bound), &mut out[body..])
         // Only inputs over GCM's 64 GiB per message fail; a frame is at most 64 MB.
         .map_err(|_error| SealError::TooLarge)?;
-    out.extend_from_slice(&tag);
+    out.extend_from_slice(tag.as_ref());
     let checksum = message_checksum(&out[start + 8..]);
     out[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
     Ok(())
@@ -147,23 +146,27 @@ pub fn open_record(key: &MasterKey, batch: &Batch<'_>, out: &mut Vec<u8>) -> Res
 /// frame's user-headers length ends up in the last four header bytes, so the payload and
 /// the user headers land in place without a second copy.
 fn open_frame(
-    cipher: &Aes256Gcm,
+    cipher: &LessSafeKey,
     message: &Message<'_>,
     out: &mut Vec<u8>,
 ) -> Result<(), FrameFault> {
+    // Ciphertext and tag are copied together and opened in place; the tag is cut after.
     let block = message.payload;
-    let (ciphertext, tag) = block
-        .split_at_checked(block.len().saturating_sub(SEAL_TAG_SIZE))
+    let ciphertext = block
+        .len()
+        .checked_sub(SEAL_TAG_SIZE)
+        .and_then(|length| block.get(..length))
         .ok_or(FrameFault::Length)?;
     let start = out.len();
     let body = start + FRAME_HEADER_SIZE - SEAL_LENGTH_PREFIX_SIZE;
     out.resize(body, 0);
-    out.extend_from_slice(ciphertext);
+    out.extend_from_slice(block);
     let nonce = nonce(message.header.offset_delta.get());
     let bound = &message.header.as_bytes()[BOUND_FIELDS];
     cipher
-        .decrypt_in_place_detached(&nonce, bound, &mut out[body..], Tag::from_slice(tag))
+        .open_in_place(nonce, Aad::from(bound), &mut out[body..])
         .map_err(|_error| FrameFault::Authentication)?;
+    out.truncate(out.len() - SEAL_TAG_SIZE);
     let mut prefix = [0_u8; SEAL_LENGTH_PREFIX_SIZE];
     prefix.copy_from_slice(&out[body..body + SEAL_LENGTH_PREFIX_SIZE]);
     let headers_length = u32::from_le_bytes(prefix);
@@ -205,10 +208,10 @@ fn finish_header(record: &mut [u8], section: SealSection, length: u64) {
 
 /// Frame `offset_delta`'s nonce under its record's key: unique, since a record's frames
 /// are numbered 0, 1, 2, … and each record has a key of its own.
-fn nonce(offset_delta: u32) -> Nonce<aes_gcm::aead::consts::U12> {
+fn nonce(offset_delta: u32) -> Nonce {
     let mut bytes = [0_u8; 12];
     bytes[..4].copy_from_slice(&offset_delta.to_le_bytes());
-    Nonce::from(bytes)
+    Nonce::assume_unique_for_key(bytes)
 }
 
 /// The size of the frame header type, asserted against the constant the layout uses.

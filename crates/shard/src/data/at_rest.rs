@@ -118,3 +118,89 @@ pub fn unlock(
 ) -> Result<(RecordKey, Option<Vec<u8>>), KeyFailure> {
     Err(KeyFailure::NotBuilt)
 }
+
+#[cfg(test)]
+#[cfg(feature = "encryption")]
+mod tests {
+    use proto::batch::{OutgoingMessage, encode_batch, stamp};
+
+    use super::*;
+
+    fn plain() -> Vec<u8> {
+        let messages: Vec<OutgoingMessage<'_>> = [&b"first secret"[..], b"second secret"]
+            .into_iter()
+            .zip(1_u128..)
+            .map(|(payload, id)| OutgoingMessage {
+                id,
+                origin_timestamp: 1_700_000_000_000_000,
+                payload,
+                user_headers: &[],
+            })
+            .collect();
+        let mut out = Vec::new();
+        encode_batch(&messages, None, &mut out).unwrap();
+        out
+    }
+
+    /// What a partition stores for `plain` under `key`: sealed, then stamped.
+    fn stored(key: &RecordKey) -> Records {
+        let AppendBuffer::Heap(mut bytes) = seal(key, &plain()).unwrap() else {
+            unreachable!("sealing makes a new buffer")
+        };
+        stamp(&mut bytes, 10, 1_700_000_000_000_001).unwrap();
+        Records {
+            bytes,
+            messages_count: 2,
+            ..Records::default()
+        }
+    }
+
+    #[test]
+    fn reads_open_with_the_key_and_never_serve_ciphertext_without_it() {
+        let key = RecordKey::new([3; 32]);
+        let mut expected = plain();
+        stamp(&mut expected, 10, 1_700_000_000_000_001).unwrap();
+        let mut records = stored(&key);
+        assert!(
+            !records
+                .bytes
+                .windows(12)
+                .any(|window| window == b"first secret")
+        );
+        open(Some(&key), &mut records).unwrap();
+        assert_eq!(records.bytes, expected);
+
+        let mut records = stored(&key);
+        assert_eq!(open(None, &mut records), Err(OpenFailure::NoKey));
+        let other = RecordKey::new([4; 32]);
+        assert!(matches!(
+            open(Some(&other), &mut records),
+            Err(OpenFailure::Unopenable(_))
+        ));
+        // Plain records (written before encryption was on) are served as they are.
+        let mut records = Records {
+            bytes: expected.clone(),
+            ..Records::default()
+        };
+        open(Some(&key), &mut records).unwrap();
+        assert_eq!(records.bytes, expected);
+    }
+
+    #[test]
+    fn a_key_unlocks_only_the_data_it_wrote() {
+        let text = "q83vASNFZ4mrze8BI0VniavN7wEjRWeJq83vASNFZ4k=";
+        let (_, check) = unlock(text, None).unwrap();
+        let check = check.expect("a first start stores the check");
+        assert!(unlock(text, Some(&check)).unwrap().1.is_none());
+        let other = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        assert_eq!(
+            unlock(other, Some(&check)).err(),
+            Some(KeyFailure::WrongKey)
+        );
+        assert_eq!(
+            unlock(text, Some(&check[1..])).err(),
+            Some(KeyFailure::CheckDamaged)
+        );
+        assert!(matches!(unlock("short", None), Err(KeyFailure::Invalid(_))));
+    }
+}
