@@ -53,13 +53,12 @@ pub(crate) fn seal(key: &RecordKey, _batch: &[u8]) -> Result<AppendBuffer, Refus
 /// Replaces sealed records in `records` by their plain form; leaves plain ones untouched
 /// (no copy when nothing read was sealed).
 pub(crate) fn open(key: Option<&RecordKey>, records: &mut Records) -> Result<(), OpenFailure> {
-    if !proto::batch::seal::records_sealed(&records.bytes) {
-        return Ok(());
+    match key {
+        // `seal::open_records` makes the one walk over the record headers itself.
+        Some(key) => open_with(key, records),
+        None if proto::batch::seal::records_sealed(&records.bytes) => Err(OpenFailure::NoKey),
+        None => Ok(()),
     }
-    let Some(key) = key else {
-        return Err(OpenFailure::NoKey);
-    };
-    open_with(key, records)
 }
 
 #[cfg(feature = "encryption")]
