@@ -11,6 +11,8 @@ pub const KEY_SIZE: usize = 32;
 /// Domain separation of the two things derived from the master key.
 const RECORD_KEY_CONTEXT: &[u8] = b"iggy at-rest record key v1";
 const CHECK_CONTEXT: &[u8] = b"iggy at-rest key check v1";
+const SECRET_KEY_CONTEXT: &[u8] = b"iggy at-rest secret key v1";
+const SECRET_NONCE_CONTEXT: &[u8] = b"iggy at-rest secret nonce v1";
 
 /// Why a configured key was refused. The messages never contain the key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +65,19 @@ impl MasterKey {
         // "Less safe" only in that the caller must never repeat a nonce under the key: each
         // record's key is its own and its nonces are its frames' distinct indexes.
         LessSafeKey::new(key)
+    }
+
+    /// The cipher of sealed secrets and the key of their synthetic nonces
+    /// ([`crate::secret`]), both derived for secrets alone.
+    pub(crate) fn secret_ciphers(&self) -> (LessSafeKey, [u8; 32]) {
+        let key = blake3::keyed_hash(&self.bytes, SECRET_KEY_CONTEXT);
+        let nonce_key = blake3::keyed_hash(&self.bytes, SECRET_NONCE_CONTEXT);
+        // As in `record_cipher`: 32 bytes is AES-256's key length.
+        let Ok(key) = UnboundKey::new(&AES_256_GCM, key.as_bytes()) else {
+            unreachable!("BLAKE3 gives 32 bytes, AES-256's key length")
+        };
+        // A nonce recurs only with its own plain value (`crate::secret`).
+        (LessSafeKey::new(key), *nonce_key.as_bytes())
     }
 
     /// A value that identifies the key without revealing it (a keyed hash of a constant):

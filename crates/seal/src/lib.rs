@@ -20,6 +20,7 @@
 mod check;
 mod key;
 mod record;
+mod secret;
 
 #[cfg(test)]
 mod tests;
@@ -27,3 +28,4 @@ mod tests;
 pub use check::{CheckError, KeyCheck};
 pub use key::{KEY_SIZE, KeyError, MasterKey};
 pub use record::{OpenError, SealError, open_record, open_records, seal_record};
+pub use secret::{SEALED_SECRET_PREFIX, SecretError, is_sealed_secret, open_secret, seal_secret};

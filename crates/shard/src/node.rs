@@ -154,6 +154,11 @@ impl Node {
         let _ = self.record_key.set(key);
     }
 
+    /// How credentials are stored: sealed under the at-rest key when encryption is on.
+    pub fn credentials(&self) -> crate::metadata::credential_seal::CredentialSeal {
+        crate::metadata::credential_seal::CredentialSeal::new(self.record_key.get().cloned())
+    }
+
     /// Messages waiting in each shard's `(ordered, concurrent)` lanes.
     pub fn queue_depths(&self) -> Vec<(usize, usize)> {
         self.lanes

@@ -105,6 +105,8 @@ pub struct Server {
     /// Cluster mode: the metadata changes applied, by their SDK identity (a table of its own,
     /// the same on every node: see `crate::retries`).
     pub(crate) changes: RefCell<crate::retries::Retries>,
+    /// How credentials are stored (sealed when encryption at rest is on).
+    pub(crate) credentials: crate::metadata::credential_seal::CredentialSeal,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -189,6 +191,7 @@ impl Server {
             replication: std::cell::OnceCell::new(),
             retries: RefCell::new(crate::retries::Retries::sends()),
             changes: RefCell::new(crate::retries::Retries::changes()),
+            credentials: node.credentials(),
             info,
             node,
             cpu: crate::cpu::CpuSampler::new(),
@@ -457,8 +460,15 @@ impl Server {
         self.data.close().await
     }
 
+    /// How this server stores credentials (sealed when encryption at rest is on): what a
+    /// password hash made outside a handler goes through before it is committed.
+    pub fn credentials(&self) -> &crate::metadata::credential_seal::CredentialSeal {
+        &self.credentials
+    }
+
     /// Commits the root user (id 0, every permission) when no user exists yet (first boot);
-    /// says whether it did.
+    /// says whether it did. `password_hash` is the plain argon2 hash: it is sealed here when
+    /// encryption at rest is on.
     pub async fn ensure_root_user(
         &self,
         username: &str,
@@ -470,7 +480,7 @@ impl Server {
         let op = MetadataOp::CreateUser {
             id: 0,
             username: username.to_owned(),
-            password_hash,
+            password_hash: self.credentials.protect(password_hash),
             status: UserStatus::Active,
             permissions: Some(Permissions::root()),
             created_at: self.now_us(),
@@ -522,7 +532,7 @@ impl Server {
             self.sessions.borrow_mut().end_where(|_, record| {
                 let token = record.token.as_ref();
                 metadata
-                    .session_identity(record.user_id, token, now)
+                    .session_identity(record.user_id, token, now, &self.credentials)
                     .is_err()
             })
         };

@@ -324,7 +324,7 @@ fn users_tokens_and_refusals() {
             server
                 .metadata
                 .borrow()
-                .authenticate("alice", "looking-glass"),
+                .authenticate("alice", "looking-glass", &server.credentials),
             Ok(1)
         );
 
@@ -340,10 +340,11 @@ fn users_tokens_and_refusals() {
         );
         let minted: proto::commands::tokens::RawPersonalAccessToken =
             decode(&minted.await.unwrap().unwrap(), dialect);
-        let owner = server
-            .metadata
-            .borrow()
-            .authenticate_token(minted.token.expose(), 0);
+        let owner = server.metadata.borrow().authenticate_token(
+            minted.token.expose(),
+            0,
+            &server.credentials,
+        );
         assert_eq!(owner, Ok(1));
         let listed = call(
             server,

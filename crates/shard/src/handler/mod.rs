@@ -27,6 +27,9 @@ pub(crate) mod users;
 #[cfg(test)]
 mod cluster_tests;
 #[cfg(test)]
+#[cfg(feature = "encryption")]
+mod credential_seal_tests;
+#[cfg(test)]
 mod metadata_tests;
 
 use proto::codes::CommandCode;

@@ -334,8 +334,12 @@ impl Server {
             return Err(EvictionReason::SessionError);
         }
         let metadata = self.metadata.borrow();
-        let identity =
-            metadata.session_identity(entry.user_id, entry.token.as_ref(), self.now_us());
+        let identity = metadata.session_identity(
+            entry.user_id,
+            entry.token.as_ref(),
+            self.now_us(),
+            &self.credentials,
+        );
         identity.map_err(|lost| match lost {
             IdentityLost::UserGone => EvictionReason::NoSession,
             IdentityLost::UserInactive => EvictionReason::UserInactive,

@@ -172,10 +172,11 @@ async fn authenticate(
             (user, secret)
         }
         Credentials::Token(token, secret) => {
-            let user = server
-                .metadata
-                .borrow()
-                .authenticate_token(token.expose(), server.now_us());
+            let user = server.metadata.borrow().authenticate_token(
+                token.expose(),
+                server.now_us(),
+                &server.credentials,
+            );
             (user, secret)
         }
     };
@@ -232,10 +233,16 @@ async fn password_login(
         .map(|user| user.password_hash.clone());
     let known = stored.is_some();
     let hash = stored.unwrap_or_else(|| dummy_password_hash().to_owned());
+    // A hash that does not open under this server's key matches nothing; the dummy hash
+    // is checked instead so the refusal costs what any other does.
+    let (opened, known) = match server.credentials.reveal(&hash) {
+        Ok(opened) => (opened.into_owned(), known),
+        Err(_sealed) => (dummy_password_hash().to_owned(), false),
+    };
     let matched = server
         .node
         .hasher
-        .verify(password.expose().to_owned(), hash.clone())
+        .verify(password.expose().to_owned(), opened)
         .await;
     // The metadata may have changed while the check ran: the user must still hold that hash.
     let result = {
@@ -287,6 +294,7 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
         record.user_id,
         record.token.as_ref(),
         server.now_us(),
+        &server.credentials,
     );
     if identity.is_err() {
         // Its user or token lapsed (an expired token, say): the session ends here rather

@@ -45,7 +45,10 @@ pub(crate) async fn handle(
 /// `CREATE_PERSONAL_ACCESS_TOKEN` (42): mints, commits the hash, answers the clear token.
 async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccessToken) -> Outcome {
     let minted = match mint_token() {
-        Ok(minted) => minted,
+        Ok(mut minted) => {
+            minted.token_hash = server.credentials.protect(minted.token_hash);
+            minted
+        }
         Err(error) => {
             log::error!("minting a token failed: {error}");
             return call.reject(server, Refusal::Internal);

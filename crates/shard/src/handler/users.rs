@@ -131,7 +131,16 @@ async fn change_password(
         Err(refusal) => return call.reject(server, refusal),
     };
     let current = change.current_password.expose().to_owned();
-    let matches = server.node.hasher.verify(current, stored.clone()).await;
+    let matches = match server.credentials.reveal(&stored) {
+        Ok(opened) => {
+            server
+                .node
+                .hasher
+                .verify(current, opened.into_owned())
+                .await
+        }
+        Err(_sealed) => false,
+    };
     let hashed = if matches {
         hash(server, change.new_password.expose()).await
     } else {
@@ -174,8 +183,10 @@ fn unhashed(_password: &str) -> Result<String, Refusal> {
 /// hasher refuses the request with the generic `1 Error`.
 async fn hash(server: &Server, password: &str) -> Result<String, Refusal> {
     let hashed = server.node.hasher.hash(password.to_owned()).await;
-    hashed.map_err(|error| {
-        log::error!("password hashing failed: {error}");
-        Refusal::Internal
-    })
+    hashed
+        .map(|hashed| server.credentials.protect(hashed))
+        .map_err(|error| {
+            log::error!("password hashing failed: {error}");
+            Refusal::Internal
+        })
 }

@@ -11,6 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
+use super::credential_seal::CredentialSeal;
 use super::model::{Metadata, User, UserStatus};
 use crate::refusal::{Login, Refusal};
 
@@ -110,13 +111,20 @@ fn hex_digit(nibble: u8) -> char {
 impl Metadata {
     /// Password login: the user's id, or `42 InvalidCredentials` (unknown user or wrong
     /// password, indistinguishable: an unknown user is checked against a dummy hash),
-    /// `47 UserInactive`. The server runs the check on its hashing threads instead.
-    pub fn authenticate(&self, username: &str, password: &str) -> Result<u32, Refusal> {
+    /// `47 UserInactive`. A hash sealed under another key matches nothing. The server runs
+    /// the check on its hashing threads instead.
+    pub fn authenticate(
+        &self,
+        username: &str,
+        password: &str,
+        seal: &CredentialSeal,
+    ) -> Result<u32, Refusal> {
         let Some(user) = self.user_by_name(username) else {
             verify_password(password, dummy_password_hash());
             return Err(Refusal::Login(Login::Credentials));
         };
-        if !verify_password(password, &user.password_hash) {
+        let hash = seal.reveal(&user.password_hash);
+        if !hash.is_ok_and(|hash| verify_password(password, &hash)) {
             return Err(Refusal::Login(Login::Credentials));
         }
         active(user)
@@ -132,14 +140,20 @@ impl Metadata {
     }
 
     /// Token login at `now_micros`: the owner's id, or `53 InvalidPersonalAccessToken`,
-    /// `54 PersonalAccessTokenExpired`, `47 UserInactive`.
-    pub fn authenticate_token(&self, token: &str, now_micros: u64) -> Result<u32, Refusal> {
-        let hash = token_hash(token);
+    /// `54 PersonalAccessTokenExpired`, `47 UserInactive`. The token's digest is looked up
+    /// in the forms `seal` stores it in.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        now_micros: u64,
+        seal: &CredentialSeal,
+    ) -> Result<u32, Refusal> {
+        let hash = seal.stored_forms(token_hash(token));
         let (user, found) = self
             .users
             .values()
             .find_map(|user| {
-                let found = user.tokens.values().find(|t| t.token_hash == hash)?;
+                let found = user.tokens.values().find(|t| hash.matches(&t.token_hash))?;
                 Some((user, found))
             })
             .ok_or(Refusal::Login(Login::Token))?;
@@ -161,13 +175,14 @@ pub enum IdentityLost {
 }
 
 impl Metadata {
-    /// Whether a session of `user_id` (logged in with the token of digest `token`, if any)
-    /// may still act at `now_micros`.
+    /// Whether a session of `user_id` (logged in with the token of digest `token`, if any,
+    /// stored in the forms `seal` gives) may still act at `now_micros`.
     pub fn session_identity(
         &self,
         user_id: u32,
         token: Option<&[u8; 32]>,
         now_micros: u64,
+        seal: &CredentialSeal,
     ) -> Result<(), IdentityLost> {
         let user = self.users.get(&user_id).ok_or(IdentityLost::UserGone)?;
         if user.status == UserStatus::Inactive {
@@ -176,9 +191,10 @@ impl Metadata {
         let Some(digest) = token else {
             return Ok(());
         };
-        let hash = digest_hex(digest);
+        let hash = seal.stored_forms(digest_hex(digest));
         let valid = user.tokens.values().any(|token| {
-            token.token_hash == hash && token.expiry_at.is_none_or(|expiry| expiry > now_micros)
+            hash.matches(&token.token_hash)
+                && token.expiry_at.is_none_or(|expiry| expiry > now_micros)
         });
         if valid {
             Ok(())

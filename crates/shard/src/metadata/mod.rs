@@ -9,6 +9,7 @@
 
 mod apply;
 pub mod auth;
+pub mod credential_seal;
 pub mod journal;
 mod model;
 mod op;
