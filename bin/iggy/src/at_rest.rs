@@ -6,12 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shard::data::at_rest::{KeyFailure, RecordKey};
+use shard::at_rest::{KeyFailure, RecordKey};
 
 use crate::config::Config;
 
-/// The file holding the key's check value.
-const CHECK_FILE: &str = "encryption.check";
+use shard::rotate::{CHECK_FILE, MARKER_FILE};
 
 /// Why the at-rest key could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +25,11 @@ pub(crate) enum AtRestError {
         failure: KeyFailure,
         directory: PathBuf,
     },
+    #[error(
+        "{0} holds an unfinished key rotation ({MARKER_FILE}): run `iggy encryption rotate` \
+         again with the same new key before starting the server"
+    )]
+    Rotating(PathBuf),
     #[error("{action} {path}")]
     Io {
         action: &'static str,
@@ -38,6 +42,9 @@ pub(crate) enum AtRestError {
 /// The key every shard seals and opens records with, or `None` when encryption is off and
 /// the data directory holds no encrypted data.
 pub(crate) fn prepare(config: &Config) -> Result<Option<Arc<RecordKey>>, AtRestError> {
+    if config.system_path.join(MARKER_FILE).exists() {
+        return Err(AtRestError::Rotating(config.system_path.clone()));
+    }
     let check_path = config.system_path.join(CHECK_FILE);
     let stored = read_check(&check_path)?;
     let Some(text) = &config.encryption_key else {
@@ -47,11 +54,9 @@ pub(crate) fn prepare(config: &Config) -> Result<Option<Arc<RecordKey>>, AtRestE
         };
     };
     let (key, check) =
-        shard::data::at_rest::unlock(&text.0, stored.as_deref()).map_err(|failure| {
-            AtRestError::Key {
-                failure,
-                directory: config.system_path.clone(),
-            }
+        shard::at_rest::unlock(&text.0, stored.as_deref()).map_err(|failure| AtRestError::Key {
+            failure,
+            directory: config.system_path.clone(),
         })?;
     if let Some(check) = check {
         write_check(&check_path, &check)?;

@@ -7,6 +7,9 @@ pub(crate) const USAGE: &str = "\
 usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
             [--replica-id <N>] [--recover]
        iggy check <data directory>        verify a stopped server's data (iggy check --help)
+       iggy encryption rotate <data directory>
+                                          re-encrypt a stopped server's data under a new key
+                                          (iggy encryption --help)
 
   --fresh                            wipe the data directory (system.path) before starting
   --with-default-root-credentials    on first boot create the root user iggy/iggy

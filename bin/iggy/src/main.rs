@@ -12,6 +12,7 @@ mod config;
 mod cores;
 mod logger;
 mod process;
+mod rotate;
 mod shard_handler;
 mod shards;
 mod telemetry;
@@ -96,6 +97,9 @@ fn main() -> ExitCode {
     }
     if arguments.peek().is_some_and(|first| first == "check") {
         return check::run(&arguments.skip(1).collect::<Vec<_>>());
+    }
+    if arguments.peek().is_some_and(|first| first == "encryption") {
+        return rotate::run(&arguments.skip(1).collect::<Vec<_>>());
     }
     logger::init();
     match start() {
@@ -273,10 +277,7 @@ fn random_password() -> Result<String, StartError> {
 
 async fn run(
     config: Config,
-    (root, record_key): (
-        RootCredentials,
-        Option<Arc<shard::data::at_rest::RecordKey>>,
-    ),
+    (root, record_key): (RootCredentials, Option<Arc<shard::at_rest::RecordKey>>),
     cores: &[usize],
     cli: &Cli,
 ) -> Result<(), StartError> {
@@ -348,7 +349,7 @@ async fn run(
 fn observed_node(
     config: &Config,
     shard_count: usize,
-    record_key: Option<Arc<shard::data::at_rest::RecordKey>>,
+    record_key: Option<Arc<shard::at_rest::RecordKey>>,
 ) -> Result<(Arc<Node>, Vec<shard::node::Inbox>), StartError> {
     let (node, inboxes) = Node::new(shard_count);
     if let Some(key) = record_key {

@@ -20,6 +20,7 @@
 mod check;
 mod key;
 mod record;
+mod rekey;
 mod secret;
 
 #[cfg(test)]
@@ -28,4 +29,5 @@ mod tests;
 pub use check::{CheckError, KeyCheck};
 pub use key::{KEY_SIZE, KeyError, MasterKey};
 pub use record::{OpenError, SealError, open_record, open_records, seal_record};
+pub use rekey::{RekeyError, reseal_record};
 pub use secret::{SEALED_SECRET_PREFIX, SecretError, is_sealed_secret, open_secret, seal_secret};

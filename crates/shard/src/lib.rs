@@ -8,6 +8,7 @@
 //! without a redesign. Only the data plane (partition logs) awaits I/O.
 
 pub mod affinity;
+pub mod at_rest;
 pub mod check;
 pub mod clock;
 pub mod cluster;
@@ -31,6 +32,7 @@ pub mod procfs;
 pub mod refusal;
 pub mod reply_budget;
 pub mod retries;
+pub mod rotate;
 pub mod server;
 pub mod sessions;
 

@@ -57,7 +57,7 @@ pub struct Node {
     /// Where finished requests go as trace spans, when tracing is on.
     pub(crate) spans: std::sync::OnceLock<Arc<dyn SpanSink>>,
     /// The at-rest key every shard seals and opens records with, when encryption is on.
-    pub(crate) record_key: std::sync::OnceLock<Arc<crate::data::at_rest::RecordKey>>,
+    pub(crate) record_key: std::sync::OnceLock<Arc<crate::at_rest::RecordKey>>,
 }
 
 /// The sending ends of one shard's lanes.
@@ -150,13 +150,13 @@ impl Node {
 
     /// Seals every message sent from now on with `key` and opens sealed ones read (set once,
     /// at start, before any shard is built: a shard takes the key when it is made).
-    pub fn encrypt_with(&self, key: Arc<crate::data::at_rest::RecordKey>) {
+    pub fn encrypt_with(&self, key: Arc<crate::at_rest::RecordKey>) {
         let _ = self.record_key.set(key);
     }
 
     /// How credentials are stored: sealed under the at-rest key when encryption is on.
-    pub fn credentials(&self) -> crate::metadata::credential_seal::CredentialSeal {
-        crate::metadata::credential_seal::CredentialSeal::new(self.record_key.get().cloned())
+    pub fn credentials(&self) -> crate::at_rest::credentials::CredentialSeal {
+        crate::at_rest::credentials::CredentialSeal::new(self.record_key.get().cloned())
     }
 
     /// Messages waiting in each shard's `(ordered, concurrent)` lanes.

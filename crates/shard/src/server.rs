@@ -106,7 +106,7 @@ pub struct Server {
     /// the same on every node: see `crate::retries`).
     pub(crate) changes: RefCell<crate::retries::Retries>,
     /// How credentials are stored (sealed when encryption at rest is on).
-    pub(crate) credentials: crate::metadata::credential_seal::CredentialSeal,
+    pub(crate) credentials: crate::at_rest::credentials::CredentialSeal,
 }
 
 /// A parked request's registration: its cancel signal, removed from the registry on drop.
@@ -462,7 +462,7 @@ impl Server {
 
     /// How this server stores credentials (sealed when encryption at rest is on): what a
     /// password hash made outside a handler goes through before it is committed.
-    pub fn credentials(&self) -> &crate::metadata::credential_seal::CredentialSeal {
+    pub fn credentials(&self) -> &crate::at_rest::credentials::CredentialSeal {
         &self.credentials
     }
 

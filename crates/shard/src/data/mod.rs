@@ -14,7 +14,6 @@
 //! groups are run by the leader (the metadata sequencer), which publishes its decisions to
 //! every shard ([`leases`]): group polls are checked where they are served.
 
-pub mod at_rest;
 mod fetch;
 mod group_plane;
 mod groups;
@@ -162,7 +161,7 @@ pub enum DataError {
     Unopenable {
         key: PartitionKey,
         #[source]
-        source: at_rest::OpenFailure,
+        source: crate::at_rest::OpenFailure,
     },
 }
 
@@ -209,7 +208,7 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     /// This shard's measurements: append and read latency, its partitions' syncs.
     metrics: Arc<ShardMetrics>,
     /// The at-rest key (`[system.encryption]`): sends are sealed with it, reads opened.
-    record_key: Option<Arc<at_rest::RecordKey>>,
+    record_key: Option<Arc<crate::at_rest::RecordKey>>,
 }
 
 impl DataPlane<ShardStorage> {
@@ -262,7 +261,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// The same data plane, sealing what it is sent and opening what it reads with `key`.
-    pub fn with_record_key(mut self, key: Option<Arc<at_rest::RecordKey>>) -> Self {
+    pub fn with_record_key(mut self, key: Option<Arc<crate::at_rest::RecordKey>>) -> Self {
         self.record_key = key;
         self
     }
@@ -278,7 +277,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         batch: segment::partition::AppendBuffer,
     ) -> Result<segment::partition::AppendBuffer, crate::refusal::Refusal> {
         match &self.record_key {
-            Some(key) => at_rest::seal(key, &batch),
+            Some(key) => crate::at_rest::seal(key, &batch),
             None => Ok(batch),
         }
     }

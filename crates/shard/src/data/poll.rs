@@ -352,7 +352,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 key: plan.key,
                 source,
             })?;
-        super::at_rest::open(self.record_key.as_deref(), &mut records).map_err(|source| {
+        crate::at_rest::open(self.record_key.as_deref(), &mut records).map_err(|source| {
             DataError::Unopenable {
                 key: plan.key,
                 source,

@@ -13,8 +13,8 @@ use proto::commands::users::{ChangePassword, CreateUser, UserStatus};
 use proto::primitives::OptionsBlock;
 
 use super::metadata_tests::{call, connection, decode, id, name, root_user};
+use crate::at_rest::credentials::CredentialSeal;
 use crate::metadata::auth::token_hash;
-use crate::metadata::credential_seal::CredentialSeal;
 use crate::node::Node;
 use crate::refusal::{Login, Refusal};
 use crate::server::{Server, ServerInfo};

@@ -11,8 +11,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use super::credential_seal::CredentialSeal;
 use super::model::{Metadata, User, UserStatus};
+use crate::at_rest::credentials::CredentialSeal;
 use crate::refusal::{Login, Refusal};
 
 /// Random bytes in a minted token.

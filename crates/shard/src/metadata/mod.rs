@@ -9,13 +9,13 @@
 
 mod apply;
 pub mod auth;
-pub mod credential_seal;
 pub mod journal;
 mod model;
 mod op;
 pub mod op_codec;
 pub mod options;
 pub mod permissions;
+pub mod rekey;
 pub mod replay;
 mod resolve;
 pub mod responses;

@@ -103,7 +103,8 @@ pub enum UserStatus {
 pub struct User {
     pub id: u32,
     pub username: String,
-    /// A PHC string (argon2id); never leaves the server.
+    /// A PHC string (argon2id), sealed under the at-rest key when encryption is on
+    /// (`crate::at_rest::credentials`); never leaves the server.
     pub password_hash: String,
     pub status: UserStatus,
     pub permissions: Option<Permissions>,
@@ -114,7 +115,8 @@ pub struct User {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PersonalAccessToken {
     pub name: String,
-    /// Hex SHA-256 of the clear token; tokens are looked up by it.
+    /// Hex SHA-256 of the clear token, sealed under the at-rest key when encryption is on
+    /// (`crate::at_rest::credentials`); tokens are looked up by it.
     pub token_hash: String,
     /// µs since the epoch; `None` = never expires.
     pub expiry_at: Option<u64>,

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::data::at_rest::RecordKey;
+use crate::at_rest::RecordKey;
 
 /// How this server stores credentials: sealed under the at-rest key, or as they are.
 #[derive(Debug, Clone, Default)]

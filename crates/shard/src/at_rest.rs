@@ -1,8 +1,11 @@
-//! Encryption at rest on the data path (`[system.encryption]`, crate `seal`): a send's record
-//! is sealed on the shard that received it, before it is replicated or appended, and records
-//! read for a client are opened on the shard that answers. A build without the
-//! `encryption` feature has no key type to hold (an empty enum), and refuses to serve a
-//! sealed record rather than hand ciphertext to a client.
+//! Encryption at rest (`[system.encryption]`, crate `seal`). On the data path a send's
+//! record is sealed on the shard that received it, before it is replicated or appended, and
+//! records read for a client are opened on the shard that answers; stored credentials are
+//! sealed too ([`credentials`]), and the offline rotation (`crate::rotate`) moves both to a
+//! new key. A build without the `encryption` feature has no key type to hold (an empty
+//! enum), and refuses to serve a sealed record rather than hand ciphertext to a client.
+
+pub mod credentials;
 
 use segment::log::Records;
 use segment::partition::AppendBuffer;
@@ -74,6 +77,34 @@ fn open_with(key: &RecordKey, records: &mut Records) -> Result<(), OpenFailure> 
 #[cfg(not(feature = "encryption"))]
 fn open_with(key: &RecordKey, _records: &mut Records) -> Result<(), OpenFailure> {
     match *key {}
+}
+
+/// `stored`, one record as a segment holds it, moved to the key `new` (plain when `None`)
+/// for the offline rotation (`crate::rotate`): opened with `old`, or with `new` when it was
+/// already moved by an interrupted run; sealed under a fresh random salt.
+#[cfg(feature = "encryption")]
+pub(crate) fn reseal(
+    old: Option<&RecordKey>,
+    new: Option<&RecordKey>,
+    stored: &[u8],
+) -> Result<Vec<u8>, String> {
+    let mut salt = [0_u8; proto::batch::seal::SEAL_SALT_SIZE];
+    getrandom::fill(&mut salt).map_err(|error| format!("the random source failed: {error}"))?;
+    seal::reseal_record(old, new, stored, salt).map_err(|error| error.to_string())
+}
+
+/// Without `encryption` no key exists: a plain record stays as it is, a sealed one cannot
+/// be opened.
+#[cfg(not(feature = "encryption"))]
+pub(crate) fn reseal(
+    _old: Option<&RecordKey>,
+    _new: Option<&RecordKey>,
+    stored: &[u8],
+) -> Result<Vec<u8>, String> {
+    if proto::batch::seal::records_sealed(stored) {
+        return Err(OpenFailure::NoKey.to_string());
+    }
+    Ok(stored.to_vec())
 }
 
 /// Why the configured at-rest key cannot be used.
