@@ -1,8 +1,11 @@
 //! Encryption at rest (`[system.encryption]`) with the SDK: random payloads and header values
 //! come back intact (whole batches and polls that start inside one), across a restart; no
 //! 16-byte window of any of them appears in any file under the data directory; the key
-//! never reaches the effective configuration or the log; a start with another key, or
-//! without one, refuses to serve, and the right key serves everything again.
+//! never reaches the effective configuration or the log, and no password hash or token
+//! digest reaches a file; a start with another key, or without one, refuses to serve, and
+//! the right key serves everything again. `iggy encryption rotate` then moves it all to a
+//! new key: messages, the password and a personal access token work under it, the old key
+//! is refused.
 
 mod common;
 
@@ -202,6 +205,16 @@ fn messages_are_sealed_at_rest_and_need_their_key() {
         });
         sent.into_inner().unwrap()
     };
+    let token = std::cell::OnceCell::new();
+    run(async {
+        let root = root_client(&server).await;
+        let raw = root
+            .create_personal_access_token("sealed-pat", PersonalAccessTokenExpiry::NeverExpire)
+            .await
+            .expect("create a token");
+        let _ = token.set(raw.token);
+    });
+    let token = token.into_inner().unwrap();
     let data = server.data_path().to_owned();
     assert!(
         data.join("encryption.check").exists(),
@@ -232,4 +245,96 @@ fn messages_are_sealed_at_rest_and_need_their_key() {
     }
     server.start_again();
     run(check_readable(&server, &sent));
+    assert!(server.stop().is_some_and(|status| status.success()));
+    assert_no_credentials(&data, &token);
+
+    // A rotation that stopped half way leaves its marker: the server will not start.
+    let marker = data.join("encryption.rotating");
+    std::fs::write(&marker, b"unfinished").unwrap();
+    let refused = server.start_refused();
+    assert!(refused.contains("unfinished key rotation"), "{refused}");
+    let other = rotate(&data, Some(KEY), Some(OTHER_KEY)).expect_err("another rotation's marker");
+    assert!(
+        other.contains("unfinished rotation to another key"),
+        "{other}"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    let report = rotate(&data, Some(KEY), Some(OTHER_KEY)).expect("the rotation succeeds");
+    // Ten sends of 24 messages; the root password and the token.
+    assert!(
+        report.contains(" 10 records") && report.contains(" 2 credentials"),
+        "{report}"
+    );
+    let refused = server.start_refused();
+    assert!(refused.contains("is not the key the data"), "{refused}");
+    server.set_env("IGGY_SYSTEM_ENCRYPTION_KEY", Some(OTHER_KEY));
+    server.start_again();
+    run(async {
+        check_readable(&server, &sent).await;
+        let client = anonymous_client(&server).await;
+        client
+            .login_with_personal_access_token(&token)
+            .await
+            .expect("the token still logs in");
+    });
+    assert!(server.stop().is_some_and(|status| status.success()));
+    assert_nothing_in_the_clear(&data, &sent);
+    assert_no_credentials(&data, &token);
+    let again = rotate(&data, Some(KEY), Some(OTHER_KEY)).expect_err("a second run is refused");
+    assert!(again.contains("encrypted with already"), "{again}");
+    let third = "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
+    let stale = rotate(&data, Some(KEY), Some(third)).expect_err("the old key is refused");
+    assert!(stale.contains("not the key"), "{stale}");
+}
+
+/// Runs `iggy encryption rotate` over `data` with the keys in the environment; its output,
+/// or its error output when it fails.
+fn rotate(data: &Path, old: Option<&str>, new: Option<&str>) -> Result<String, String> {
+    let mut command = std::process::Command::new(harness::server_binary());
+    command.args(["encryption", "rotate"]).arg(data);
+    for (name, key) in [
+        ("IGGY_ENCRYPTION_OLD_KEY", old),
+        ("IGGY_ENCRYPTION_NEW_KEY", new),
+    ] {
+        match key {
+            Some(key) => command.env(name, key),
+            None => command.env_remove(name),
+        };
+    }
+    let output = command.output().expect("run iggy encryption rotate");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    if output.status.success() {
+        Ok(text(&output.stdout))
+    } else {
+        Err(text(&output.stderr))
+    }
+}
+
+/// No file under `root` holds an argon2 hash, the token, or a token digest (stored in the
+/// clear, a SHA-256 in 64 lowercase hex digits: no such run may appear anywhere).
+fn assert_no_credentials(root: &Path, token: &str) {
+    let mut pending = vec![root.to_owned()];
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).expect("list the data directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).expect("read a data file");
+            for secret in ["$argon2", token] {
+                let found = bytes
+                    .windows(secret.len())
+                    .any(|window| window == secret.as_bytes());
+                assert!(!found, "{} holds {secret}", path.display());
+            }
+            let hex_run = bytes
+                .split(|byte| !matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+                .map(<[u8]>::len)
+                .max()
+                .unwrap_or(0);
+            assert!(hex_run < 64, "{} holds a hex digest", path.display());
+        }
+    }
 }
