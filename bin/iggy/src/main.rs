@@ -420,9 +420,8 @@ async fn start_cluster(
         replica_id: cli.replica_id,
         recover: cli.recover,
         root_username: root.username.clone(),
-        root_password_hash: server
-            .credentials()
-            .protect(shard::metadata::auth::hash_password(&root.password)?),
+        // Plain: `Server::ensure_root_user` seals it, on whichever node commits it.
+        root_password_hash: shard::metadata::auth::hash_password(&root.password)?,
     };
     compose::start_cluster(server, config, arguments).await?;
     if root.generated {

@@ -11,6 +11,7 @@ pub const KEY_SIZE: usize = 32;
 /// Domain separation of the two things derived from the master key.
 const RECORD_KEY_CONTEXT: &[u8] = b"iggy at-rest record key v1";
 const CHECK_CONTEXT: &[u8] = b"iggy at-rest key check v1";
+const FINGERPRINT_CONTEXT: &[u8] = b"iggy at-rest key fingerprint v1";
 const SECRET_KEY_CONTEXT: &[u8] = b"iggy at-rest secret key v1";
 const SECRET_NONCE_CONTEXT: &[u8] = b"iggy at-rest secret nonce v1";
 
@@ -78,6 +79,12 @@ impl MasterKey {
         };
         // A nonce recurs only with its own plain value (`crate::secret`).
         (LessSafeKey::new(key), *nonce_key.as_bytes())
+    }
+
+    /// What replicas compare at their handshake to find they share the key: a keyed hash
+    /// of a constant, which reveals nothing of the key (and differs from the check value).
+    pub fn fingerprint(&self) -> [u8; 32] {
+        *blake3::keyed_hash(&self.bytes, FINGERPRINT_CONTEXT).as_bytes()
     }
 
     /// A value that identifies the key without revealing it (a keyed hash of a constant):

@@ -107,6 +107,25 @@ pub(crate) fn reseal(
     Ok(stored.to_vec())
 }
 
+/// The key's fingerprint, which cluster nodes compare at their handshake (zeros without a
+/// key): nodes under different keys refuse each other.
+pub fn fingerprint(key: Option<&RecordKey>) -> [u8; 32] {
+    match key {
+        Some(key) => fingerprint_of(key),
+        None => [0; 32],
+    }
+}
+
+#[cfg(feature = "encryption")]
+fn fingerprint_of(key: &RecordKey) -> [u8; 32] {
+    key.fingerprint()
+}
+
+#[cfg(not(feature = "encryption"))]
+fn fingerprint_of(key: &RecordKey) -> [u8; 32] {
+    match *key {}
+}
+
 /// Why the configured at-rest key cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyFailure {

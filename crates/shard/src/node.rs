@@ -154,6 +154,12 @@ impl Node {
         let _ = self.record_key.set(key);
     }
 
+    /// The at-rest key's fingerprint (zeros when encryption is off), for the cluster
+    /// handshake.
+    pub fn at_rest_fingerprint(&self) -> [u8; 32] {
+        crate::at_rest::fingerprint(self.record_key.get().map(AsRef::as_ref))
+    }
+
     /// How credentials are stored: sealed under the at-rest key when encryption is on.
     pub fn credentials(&self) -> crate::at_rest::credentials::CredentialSeal {
         crate::at_rest::credentials::CredentialSeal::new(self.record_key.get().cloned())

@@ -460,10 +460,10 @@ impl Server {
         self.data.close().await
     }
 
-    /// How this server stores credentials (sealed when encryption at rest is on): what a
-    /// password hash made outside a handler goes through before it is committed.
-    pub fn credentials(&self) -> &crate::at_rest::credentials::CredentialSeal {
-        &self.credentials
+    /// The at-rest key's fingerprint (zeros when encryption is off), which cluster nodes
+    /// compare at their handshake.
+    pub fn at_rest_fingerprint(&self) -> [u8; 32] {
+        self.node.at_rest_fingerprint()
     }
 
     /// Commits the root user (id 0, every permission) when no user exists yet (first boot);

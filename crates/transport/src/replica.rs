@@ -80,6 +80,9 @@ pub struct BusConfig {
     pub tls: Option<Rc<ReplicaTls>>,
     /// How long a connection may take to complete its handshake.
     pub handshake_timeout: Duration,
+    /// This node's encryption-at-rest key fingerprint (zeros without encryption): peers
+    /// under another key are refused at the handshake (see [`handshake`]).
+    pub at_rest: [u8; 32],
 }
 
 /// The sending side: a queue per peer, drained by that peer's dialer task.
@@ -213,8 +216,11 @@ async fn prove<S: AsyncRead + AsyncWrite>(
         let reason = format!("{address} is not replica {id} of this cluster");
         return Err(io::Error::new(io::ErrorKind::InvalidData, reason));
     }
+    if hello.at_rest != config.at_rest {
+        return Err(invalid(handshake::HandshakeError::OtherAtRestKey));
+    }
     let answer = hello
-        .answer(config.replica, config.secrets.as_ref())
+        .answer(config.replica, config.secrets.as_ref(), config.at_rest)
         .encode();
     let BufResult(written, _) = stream.write_all(answer.to_vec()).await;
     written?;
@@ -314,6 +320,7 @@ async fn receive_on<S: AsyncRead + AsyncWrite>(
             cluster: config.cluster,
             acceptor: config.replica,
             challenge,
+            at_rest: config.at_rest,
         };
         let BufResult(written, _) = stream.write_all(hello.encode().to_vec()).await;
         written?;

@@ -34,11 +34,12 @@ impl CredentialSeal {
         self.key.is_some()
     }
 
-    /// The form of `plain` to store.
+    /// The form of `plain` to store. A value already sealed is stored as it is: sealing
+    /// twice would make a hash no login can open.
     pub fn protect(&self, plain: String) -> String {
         match &self.key {
-            Some(key) => protect_with(key, &plain),
-            None => plain,
+            Some(key) if !is_sealed(&plain) => protect_with(key, &plain),
+            _ => plain,
         }
     }
 
@@ -141,6 +142,7 @@ mod tests {
         // Values stored before encryption was on stay readable.
         assert_eq!(seal.reveal(&hash).unwrap(), hash);
         assert_eq!(plain.protect(hash.clone()), hash);
+        assert_eq!(seal.protect(stored.clone()), stored, "never sealed twice");
     }
 
     #[test]

@@ -8,19 +8,26 @@
 //!
 //! | message | bytes |
 //! | --- | --- |
-//! | hello (acceptor → dialer) | `IGRH`, version u32 (1), cluster u128, acceptor u8, challenge 32 |
-//! | answer (dialer → acceptor) | `IGRA`, version u32 (1), cluster u128, dialer u8, MAC 32 |
+//! | hello (acceptor → dialer) | `IGRH`, version u32 (2), cluster u128, acceptor u8, |
+//! | | challenge 32, at-rest 32 |
+//! | answer (dialer → acceptor) | `IGRA`, version u32 (2), cluster u128, dialer u8, MAC 32, |
+//! | | at-rest 32 |
 //!
 //! The MAC covers the context string, the cluster, the challenge and both replica ids, so an
 //! answer cannot be replayed to another challenge, cluster or acceptor. Without
 //! `[cluster.auth]` the MAC is 32 zero bytes and is not checked.
+//!
+//! `at-rest` is each side's encryption-at-rest key fingerprint (a keyed hash of a constant,
+//! which reveals nothing of the key; zeros without encryption). Replicas exchange sealed
+//! records, so nodes under different keys (or one without a key) refuse each other here,
+//! rather than serve records a node cannot open.
 
 /// Bytes of a hello and of an answer.
-pub const MESSAGE_SIZE: usize = 4 + 4 + 16 + 1 + 32;
+pub const MESSAGE_SIZE: usize = 4 + 4 + 16 + 1 + 32 + 32;
 
 const HELLO_MAGIC: [u8; 4] = *b"IGRH";
 const ANSWER_MAGIC: [u8; 4] = *b"IGRA";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const KEY_CONTEXT: &str = "iggy replica handshake v1 key";
 
 /// The shared secrets of `[cluster.auth]`: the one this node proves, and a retiring one it
@@ -58,6 +65,11 @@ pub enum HandshakeError {
     UnknownReplica(u8),
     #[error("the peer does not know the cluster's shared secret")]
     BadProof,
+    #[error(
+        "the peer's encryption-at-rest key differs from this node's (every node needs the \
+         same system.encryption.key, or none)"
+    )]
+    OtherAtRestKey,
 }
 
 /// What the acceptor says first.
@@ -66,6 +78,8 @@ pub struct Hello {
     pub cluster: u128,
     pub acceptor: u8,
     pub challenge: [u8; 32],
+    /// The acceptor's at-rest key fingerprint.
+    pub at_rest: [u8; 32],
 }
 
 /// What the dialer answers.
@@ -74,22 +88,26 @@ pub struct Answer {
     pub cluster: u128,
     pub dialer: u8,
     pub mac: [u8; 32],
+    /// The dialer's at-rest key fingerprint.
+    pub at_rest: [u8; 32],
 }
 
-fn encode(magic: [u8; 4], cluster: u128, replica: u8, tail: &[u8; 32]) -> [u8; MESSAGE_SIZE] {
+/// The fields every message has: cluster, replica, a 32-byte proof or challenge, the
+/// at-rest key fingerprint.
+type Fields = (u128, u8, [u8; 32], [u8; 32]);
+
+fn encode(magic: [u8; 4], (cluster, replica, tail, at_rest): Fields) -> [u8; MESSAGE_SIZE] {
     let mut bytes = [0u8; MESSAGE_SIZE];
     bytes[0..4].copy_from_slice(&magic);
     bytes[4..8].copy_from_slice(&VERSION.to_le_bytes());
     bytes[8..24].copy_from_slice(&cluster.to_le_bytes());
     bytes[24] = replica;
-    bytes[25..].copy_from_slice(tail);
+    bytes[25..57].copy_from_slice(&tail);
+    bytes[57..].copy_from_slice(&at_rest);
     bytes
 }
 
-fn decode(
-    magic: [u8; 4],
-    bytes: &[u8; MESSAGE_SIZE],
-) -> Result<(u128, u8, [u8; 32]), HandshakeError> {
+fn decode(magic: [u8; 4], bytes: &[u8; MESSAGE_SIZE]) -> Result<Fields, HandshakeError> {
     let mut version = [0u8; 4];
     version.copy_from_slice(&bytes[4..8]);
     if bytes[0..4] != magic || u32::from_le_bytes(version) != VERSION {
@@ -97,32 +115,36 @@ fn decode(
     }
     let mut cluster = [0u8; 16];
     cluster.copy_from_slice(&bytes[8..24]);
-    let mut tail = [0u8; 32];
-    tail.copy_from_slice(&bytes[25..]);
-    Ok((u128::from_le_bytes(cluster), bytes[24], tail))
+    let (mut tail, mut at_rest) = ([0u8; 32], [0u8; 32]);
+    tail.copy_from_slice(&bytes[25..57]);
+    at_rest.copy_from_slice(&bytes[57..]);
+    Ok((u128::from_le_bytes(cluster), bytes[24], tail, at_rest))
 }
 
 impl Hello {
     pub fn encode(&self) -> [u8; MESSAGE_SIZE] {
-        encode(HELLO_MAGIC, self.cluster, self.acceptor, &self.challenge)
+        let fields = (self.cluster, self.acceptor, self.challenge, self.at_rest);
+        encode(HELLO_MAGIC, fields)
     }
 
     pub fn decode(bytes: &[u8; MESSAGE_SIZE]) -> Result<Self, HandshakeError> {
-        let (cluster, acceptor, challenge) = decode(HELLO_MAGIC, bytes)?;
+        let (cluster, acceptor, challenge, at_rest) = decode(HELLO_MAGIC, bytes)?;
         Ok(Self {
             cluster,
             acceptor,
             challenge,
+            at_rest,
         })
     }
 
-    /// The dialer's answer to this hello.
-    pub fn answer(&self, dialer: u8, secrets: Option<&Secrets>) -> Answer {
+    /// The dialer's answer to this hello; `at_rest` is the dialer's key fingerprint.
+    pub fn answer(&self, dialer: u8, secrets: Option<&Secrets>, at_rest: [u8; 32]) -> Answer {
         let mac = secrets.map_or([0; 32], |secrets| self.mac(&secrets.current, dialer));
         Answer {
             cluster: self.cluster,
             dialer,
             mac,
+            at_rest,
         }
     }
 
@@ -139,6 +161,9 @@ impl Hello {
         }
         if !peers.contains(&answer.dialer) || answer.dialer == self.acceptor {
             return Err(HandshakeError::UnknownReplica(answer.dialer));
+        }
+        if answer.at_rest != self.at_rest {
+            return Err(HandshakeError::OtherAtRestKey);
         }
         let Some(secrets) = secrets else {
             return Ok(answer.dialer);
@@ -168,15 +193,19 @@ impl Hello {
 
 impl Answer {
     pub fn encode(&self) -> [u8; MESSAGE_SIZE] {
-        encode(ANSWER_MAGIC, self.cluster, self.dialer, &self.mac)
+        encode(
+            ANSWER_MAGIC,
+            (self.cluster, self.dialer, self.mac, self.at_rest),
+        )
     }
 
     pub fn decode(bytes: &[u8; MESSAGE_SIZE]) -> Result<Self, HandshakeError> {
-        let (cluster, dialer, mac) = decode(ANSWER_MAGIC, bytes)?;
+        let (cluster, dialer, mac, at_rest) = decode(ANSWER_MAGIC, bytes)?;
         Ok(Self {
             cluster,
             dialer,
             mac,
+            at_rest,
         })
     }
 }
@@ -185,18 +214,22 @@ impl Answer {
 mod tests {
     use super::{Answer, HandshakeError, Hello, MESSAGE_SIZE, Secrets};
 
+    /// Both sides' at-rest key fingerprint.
+    const AT_REST: [u8; 32] = [5; 32];
+
     fn hello() -> Hello {
         Hello {
             cluster: 0xC1,
             acceptor: 0,
             challenge: [7; 32],
+            at_rest: AT_REST,
         }
     }
 
     #[test]
     fn a_peer_with_the_secret_is_admitted() {
         let secrets = Secrets::new(&[1; 32], None);
-        let answer = hello().answer(2, Some(&secrets));
+        let answer = hello().answer(2, Some(&secrets), AT_REST);
         let decoded = Answer::decode(&answer.encode()).unwrap();
         assert_eq!(hello().verify(&decoded, &[1, 2], Some(&secrets)), Ok(2));
         assert_eq!(Hello::decode(&hello().encode()), Ok(hello()));
@@ -207,12 +240,12 @@ mod tests {
         let secrets = Secrets::new(&[1; 32], None);
         let stranger = Secrets::new(&[2; 32], None);
         let peers = [1, 2];
-        let forged = hello().answer(2, Some(&stranger));
+        let forged = hello().answer(2, Some(&stranger), AT_REST);
         assert_eq!(
             hello().verify(&forged, &peers, Some(&secrets)),
             Err(HandshakeError::BadProof)
         );
-        let unauthenticated = hello().answer(2, None);
+        let unauthenticated = hello().answer(2, None, AT_REST);
         assert_eq!(
             hello().verify(&unauthenticated, &peers, Some(&secrets)),
             Err(HandshakeError::BadProof)
@@ -221,12 +254,12 @@ mod tests {
             challenge: [8; 32],
             ..hello()
         };
-        let replayed = other_challenge.answer(2, Some(&secrets));
+        let replayed = other_challenge.answer(2, Some(&secrets), AT_REST);
         assert_eq!(
             hello().verify(&replayed, &peers, Some(&secrets)),
             Err(HandshakeError::BadProof)
         );
-        let mut as_other = hello().answer(2, Some(&secrets));
+        let mut as_other = hello().answer(2, Some(&secrets), AT_REST);
         as_other.dialer = 1;
         assert_eq!(
             hello().verify(&as_other, &peers, Some(&secrets)),
@@ -236,17 +269,17 @@ mod tests {
             cluster: 0xC2,
             ..hello()
         }
-        .answer(2, Some(&secrets));
+        .answer(2, Some(&secrets), AT_REST);
         assert_eq!(
             hello().verify(&other_cluster, &peers, Some(&secrets)),
             Err(HandshakeError::OtherCluster)
         );
-        let outsider = hello().answer(5, Some(&secrets));
+        let outsider = hello().answer(5, Some(&secrets), AT_REST);
         assert_eq!(
             hello().verify(&outsider, &peers, Some(&secrets)),
             Err(HandshakeError::UnknownReplica(5))
         );
-        let itself = hello().answer(0, Some(&secrets));
+        let itself = hello().answer(0, Some(&secrets), AT_REST);
         assert_eq!(
             hello().verify(&itself, &[0, 1, 2], Some(&secrets)),
             Err(HandshakeError::UnknownReplica(0))
@@ -259,7 +292,7 @@ mod tests {
         let new = [9; 32];
         let acceptor = Secrets::new(&old, Some(&new));
         let rotated_peer = Secrets::new(&new, Some(&old));
-        let answer = hello().answer(1, Some(&rotated_peer));
+        let answer = hello().answer(1, Some(&rotated_peer), AT_REST);
         assert_eq!(hello().verify(&answer, &[1], Some(&acceptor)), Ok(1));
     }
 
@@ -269,7 +302,20 @@ mod tests {
         assert_eq!(Hello::decode(&bytes), Err(HandshakeError::NotReplica));
         bytes = hello().encode();
         assert_eq!(Answer::decode(&bytes), Err(HandshakeError::NotReplica));
-        bytes[4] = 2;
+        bytes[4] = 1;
         assert_eq!(Hello::decode(&bytes), Err(HandshakeError::NotReplica));
+    }
+
+    #[test]
+    fn a_peer_under_another_at_rest_key_is_refused() {
+        let secrets = Secrets::new(&[1; 32], None);
+        for other in [[0; 32], [6; 32]] {
+            let answer = hello().answer(2, Some(&secrets), other);
+            let decoded = Answer::decode(&answer.encode()).unwrap();
+            assert_eq!(
+                hello().verify(&decoded, &[1, 2], Some(&secrets)),
+                Err(HandshakeError::OtherAtRestKey)
+            );
+        }
     }
 }

@@ -31,6 +31,7 @@ fn config(replica: u8, peer: (u8, std::net::SocketAddr), secret: &[u8], name: &s
         frame_size_max: FRAME_MAX,
         tls: None,
         handshake_timeout: Duration::from_secs(2),
+        at_rest: [0; 32],
     }
 }
 
@@ -91,7 +92,7 @@ fn an_authenticated_peer_delivers_whole_frames_in_order() {
 }
 
 #[test]
-fn a_wrong_secret_or_cluster_delivers_nothing() {
+fn a_wrong_secret_cluster_or_at_rest_key_delivers_nothing() {
     let wrong_secret = delivered(
         |to| config(1, (0, to), &[8; 32], "bus-test"),
         vec![frame(1, 0)],
@@ -102,6 +103,14 @@ fn a_wrong_secret_or_cluster_delivers_nothing() {
         vec![frame(1, 0)],
     );
     assert!(other_cluster.is_empty());
+    let other_key = delivered(
+        |to| BusConfig {
+            at_rest: [3; 32],
+            ..config(1, (0, to), &[7; 32], "bus-test")
+        },
+        vec![frame(1, 0)],
+    );
+    assert!(other_key.is_empty());
 }
 
 #[test]

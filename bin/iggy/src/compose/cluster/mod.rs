@@ -157,6 +157,7 @@ pub(crate) async fn start(
         frame_size_max: replica_frame_size_max(start.frame_size_max),
         tls: start.tls.clone(),
         handshake_timeout: start.handshake_timeout,
+        at_rest: server.at_rest_fingerprint(),
     });
     let (outbound, messages) = start_bus(settings, &bus).await?;
     let status = Arc::new(ClusterStatus::default());
