@@ -22,6 +22,10 @@ const IGGY_CLI_VERSION: &str = "0.14.1-edge.7";
 /// Debian packages the server links against: hwloc for core pinning (`bin/iggy/src/cores.rs`).
 /// `hwlocality-sys` asks `pkg-config --static` for the link flags, which name libudev too.
 const DEBIAN_PACKAGES: [&str; 3] = ["pkg-config", "libhwloc-dev", "libudev-dev"];
+/// The browser the web UI's end-to-end test drives, and its `WebDriver` server.
+const BROWSER_PACKAGES: [&str; 2] = ["chromium", "chromium-driver"];
+/// Where Debian puts them (the test's defaults; `CHROMIUM`, `CHROMEDRIVER` override).
+const BROWSER_PROGRAMS: [&str; 2] = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
 
 #[derive(Debug)]
 struct StepError {
@@ -104,6 +108,7 @@ fn has_cargo_subcommand(sh: &Shell, subcommand: &str) -> bool {
 
 fn install(sh: &Shell) -> Result<(), DynError> {
     install_hwloc(sh)?;
+    install_browser(sh)?;
     if has_cargo_subcommand(sh, "deny") {
         let version = cmd!(sh, "cargo deny --version").read()?;
         println!("{version}: already installed");
@@ -130,6 +135,25 @@ fn install_hwloc(sh: &Shell) -> Result<(), DynError> {
         println!("hwloc {version}: already installed");
         return Ok(());
     }
+    apt_install(sh, &DEBIAN_PACKAGES, "hwloc not found by pkg-config")
+}
+
+/// Installs Debian's Chromium and `chromedriver` for the web UI's browser test
+/// (`compat/sdk-*/tests/web_ui.rs`) when either is missing.
+fn install_browser(sh: &Shell) -> Result<(), DynError> {
+    let found = BROWSER_PROGRAMS
+        .iter()
+        .all(|program| std::path::Path::new(program).is_file());
+    if found {
+        println!("chromium and chromedriver: already installed");
+        return Ok(());
+    }
+    apt_install(sh, &BROWSER_PACKAGES, "chromium or chromedriver missing")
+}
+
+/// `apt-get install` of `packages`, through `sudo` unless already root; `why` says what
+/// was missing when apt-get is not there.
+fn apt_install(sh: &Shell, packages: &[&str], why: &str) -> Result<(), DynError> {
     let has_apt = cmd!(sh, "apt-get --version")
         .quiet()
         .ignore_stdout()
@@ -137,11 +161,8 @@ fn install_hwloc(sh: &Shell) -> Result<(), DynError> {
         .run()
         .is_ok();
     if !has_apt {
-        let packages = DEBIAN_PACKAGES.join(" ");
-        return Err(format!(
-            "hwloc not found by pkg-config: install {packages} or their equivalents"
-        )
-        .into());
+        let packages = packages.join(" ");
+        return Err(format!("{why}: install {packages} or their equivalents").into());
     }
     // `sudo` goes first when not root; xshell cannot splat the program name itself.
     let (program, apt_get): (&str, &[&str]) = if cmd!(sh, "id -u").read()? == "0" {
@@ -152,7 +173,7 @@ fn install_hwloc(sh: &Shell) -> Result<(), DynError> {
     cmd!(sh, "{program} {apt_get...} update").run()?;
     cmd!(
         sh,
-        "{program} {apt_get...} install -y --no-install-recommends {DEBIAN_PACKAGES...}"
+        "{program} {apt_get...} install -y --no-install-recommends {packages...}"
     )
     .run()?;
     Ok(())
@@ -282,6 +303,7 @@ fn minimal_refuses_what_it_lacks(binary: &std::path::Path) -> Result<(), DynErro
         ("IGGY_QUIC_ENABLED", "quic"),
         ("IGGY_TCP_TLS_ENABLED", "tls"),
         ("IGGY_SYSTEM_IO_BACKEND", "io-uring"),
+        ("IGGY_HTTP_WEB_UI", "web"),
     ] {
         let value = if feature == "io-uring" {
             "io_uring"

@@ -14,11 +14,12 @@ use crate::DynError;
 use crate::flags::Variant;
 
 /// Every feature of bin/iggy that `check-features` builds, with what it needs beside it.
-const FEATURES: [&str; 11] = [
+const FEATURES: [&str; 12] = [
     "tcp",
     "quic",
     "ws",
     "http",
+    "web",
     "minimal,tls",
     "minimal,io-uring",
     "minimal,bench",

@@ -57,6 +57,7 @@ pub(crate) fn features() -> Vec<&'static str> {
             ("bench", cfg!(feature = "bench")),
             ("vsr", cfg!(feature = "vsr")),
             ("encryption", cfg!(feature = "encryption")),
+            ("web", cfg!(feature = "web")),
         ])
         .filter_map(|(name, on)| on.then_some(name))
         .collect()
@@ -69,6 +70,17 @@ pub(crate) fn transports() -> Vec<&'static str> {
         .iter()
         .filter_map(|&(_, section, built)| built.then_some(section))
         .collect()
+}
+
+/// Refuses `http.web_ui = true` in a build without the embedded UI.
+pub(crate) fn web_ui(config: &Config) -> Result<(), BindError> {
+    if config.http.web_ui && !cfg!(feature = "web") {
+        return Err(BindError::Missing {
+            key: "http.web_ui = true",
+            feature: "web",
+        });
+    }
+    Ok(())
 }
 
 /// The file backend `[system] io_backend` names, refused when the build lacks it.

@@ -113,6 +113,8 @@ pub(crate) struct WebSocketConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HttpSettings {
     pub(crate) enabled: bool,
+    /// `http.web_ui`: the embedded web UI at `/ui` (feature `web`).
+    pub(crate) web_ui: bool,
     pub(crate) address: SocketAddr,
     pub(crate) request_size_max: u64,
     pub(crate) connections_max: usize,
@@ -727,11 +729,9 @@ impl View<'_> {
                           to http.jwt.encoding_secret";
             return Err(Self::invalid("http.jwt.decoding_secret", reason));
         }
-        if self.bool("http.web_ui")? {
-            return Err(Self::invalid("http.web_ui", "the web UI is not built yet"));
-        }
         Ok(HttpSettings {
             enabled: self.bool("http.enabled")?,
+            web_ui: self.bool("http.web_ui")?,
             address: self.parsed("http.address")?,
             request_size_max: self.size("http.max_request_size")?,
             connections_max: self.count("http.max_connections")?,

@@ -290,6 +290,7 @@ async fn run(
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
     let path = config.system_path.clone();
     let backend = compose::io_backend(&config)?;
+    compose::web_ui(&config)?;
     let server = open_server(&config, backend, &info, &node).await?;
     let (inbox_stop, inbox_stopped) = crossfire::oneshot::oneshot::<()>();
     let inbox_stopped = async move {

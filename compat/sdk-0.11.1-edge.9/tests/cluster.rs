@@ -140,7 +140,11 @@ fn a_cluster_with_encryption_at_rest_fails_over() {
                 }
             }
         }
-        assert!(files > 5, "{} holds the node's files", node.data_path().display());
+        assert!(
+            files > 5,
+            "{} holds the node's files",
+            node.data_path().display()
+        );
     }
 }
 

@@ -411,3 +411,39 @@ fn bad_http_requests_get_clear_errors_and_the_others_go_on() {
         assert_eq!(streams.len(), 2, "kept and padded");
     });
 }
+
+/// The console routes (README, Web UI) answer a user with `read_servers` and refuse one
+/// without it; `/ui` is not served unless `http.web_ui` is on.
+#[test]
+fn console_routes_need_read_servers_and_the_ui_is_off_by_default() {
+    let server = Server::start();
+    let address = server.http_address();
+    let root = login_token(&address, ROOT_USERNAME, ROOT_PASSWORD);
+    let body = r#"{"username":"reader","password":"reader-password","status":"active",
+        "permissions":{"global":{"read_streams":true}}}"#;
+    let (status, reply) = exchange(&address, &request("POST", "/users", Some(&root), body));
+    assert_eq!(status, 200, "{reply}");
+    let reader = login_token(&address, "reader", "reader-password");
+    for path in ["/system/logs?after=0&limit=5", "/system/config"] {
+        let (status, reply) = exchange(&address, &request("GET", path, Some(&root), ""));
+        assert_eq!(status, 200, "{path}: {reply}");
+        let value: serde_json::Value = serde_json::from_str(&reply).expect("JSON");
+        assert!(value.is_object(), "{path}: {reply}");
+        let (status, reply) = exchange(&address, &request("GET", path, Some(&reader), ""));
+        assert_eq!(status, 403, "{path} without read_servers: {reply}");
+        let (status, _) = exchange(&address, &request("GET", path, None, ""));
+        assert_eq!(status, 401, "{path} without a credential");
+    }
+    let (_, logs) = exchange(
+        &address,
+        &request("GET", "/system/logs?after=0&limit=1000", Some(&root), ""),
+    );
+    assert!(logs.contains("listening on"), "the start-up lines: {logs}");
+    let (_, config) = exchange(&address, &request("GET", "/system/config", Some(&root), ""));
+    assert!(
+        config.contains("[http]") && config.contains("web_ui = false"),
+        "{config}"
+    );
+    let (status, _) = exchange(&address, &request("GET", "/ui", None, ""));
+    assert_eq!(status, 404, "the UI is off by default");
+}

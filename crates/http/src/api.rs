@@ -41,6 +41,7 @@ use serde_json::{Value, json};
 use transport::ConnectionHandler;
 
 use crate::auth::{AccessToken, Credentials};
+use crate::console::{Console, NoConsole};
 use crate::error::ApiError;
 use crate::reply_json as out;
 use crate::request_json::{self as body, parse};
@@ -77,6 +78,10 @@ pub struct Api<H: ConnectionHandler> {
     kinds: RefCell<HashMap<u8, Vec<(String, HeaderKind)>>>,
     /// The metrics endpoint's path segments; `None` when metrics are off.
     metrics_endpoint: Option<Vec<String>>,
+    /// The server's log and configuration, for the console routes.
+    pub(crate) console: Rc<dyn Console>,
+    /// Whether `/ui` serves the embedded web UI (`http.web_ui`, feature `web`).
+    web_ui: bool,
 }
 
 impl<H: ConnectionHandler> std::fmt::Debug for Api<H> {
@@ -92,7 +97,7 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
     Response::with_body(status, "application/json", value.to_string().into_bytes())
 }
 
-fn ok(value: &Value) -> Response {
+pub(crate) fn ok(value: &Value) -> Response {
     json_response(StatusCode::OK, value)
 }
 
@@ -130,7 +135,22 @@ impl<H: ConnectionHandler> Api<H> {
             credentials,
             kinds: RefCell::default(),
             metrics_endpoint: None,
+            console: Rc::new(NoConsole),
+            web_ui: false,
         }
+    }
+
+    /// The same API, answering the console routes from `console`.
+    pub fn with_console(mut self, console: Rc<dyn Console>) -> Self {
+        self.console = console;
+        self
+    }
+
+    /// The same API, serving the embedded web UI at `/ui` when `enabled` (and built with
+    /// feature `web`).
+    pub fn with_web_ui(mut self, enabled: bool) -> Self {
+        self.web_ui = enabled;
+        self
     }
 
     /// The same API, answering `GET endpoint` with the handler's metrics (`None`: off).
@@ -252,6 +272,10 @@ impl<H: ConnectionHandler> Api<H> {
                 let pong = b"pong".to_vec();
                 return Ok(Response::with_body(StatusCode::OK, "text/plain", pong));
             }
+            Route::Ui(file) if self.web_ui => {
+                return crate::ui::asset(file).ok_or(ApiError::NoRoute);
+            }
+            Route::Ui(_) => return Err(ApiError::NoRoute),
             _ => {
                 let text = b"Iggy HTTP API".to_vec();
                 return Ok(Response::with_body(StatusCode::OK, "text/plain", text));
@@ -283,16 +307,16 @@ impl<H: ConnectionHandler> Api<H> {
 }
 
 /// One authenticated request.
-struct Call<'c, H: ConnectionHandler> {
-    api: &'c Api<H>,
-    session: &'c Bound<H>,
-    target: &'c Target,
+pub(crate) struct Call<'c, H: ConnectionHandler> {
+    pub(crate) api: &'c Api<H>,
+    pub(crate) session: &'c Bound<H>,
+    pub(crate) target: &'c Target,
     body: &'c [u8],
     now: Now,
 }
 
 impl<H: ConnectionHandler> Call<'_, H> {
-    async fn get<T: for<'a> proto::Codec<'a>>(
+    pub(crate) async fn get<T: for<'a> proto::Codec<'a>>(
         &self,
         code: CommandCode,
         request: &impl for<'a> proto::Codec<'a>,
@@ -367,6 +391,9 @@ impl<H: ConnectionHandler> Call<'_, H> {
             | Route::CreateGroup(..)
             | Route::Group(..)
             | Route::DeleteGroup(..)) => self.groups(route).await,
+            route @ (Route::Logs | Route::Config | Route::GroupLag(..)) => {
+                self.console(route).await
+            }
             route => self.streams(route).await,
         }
     }
@@ -495,9 +522,17 @@ impl<H: ConnectionHandler> Call<'_, H> {
                 self.done(CommandCode::DeleteStream, &DeleteStream { stream_id })
                     .await
             }
-            Route::PurgeStream(_) | Route::PurgeTopic(..) => Err(ApiError::Code(
-                proto::status::ErrorCode::FeatureUnavailable.as_u32(),
-            )),
+            Route::PurgeStream(stream_id) => {
+                let request = proto::commands::legacy::PurgeStream { stream_id };
+                self.done(CommandCode::PurgeStream, &request).await
+            }
+            Route::PurgeTopic(stream_id, topic_id) => {
+                let request = proto::commands::legacy::PurgeTopic {
+                    stream_id,
+                    topic_id,
+                };
+                self.done(CommandCode::PurgeTopic, &request).await
+            }
             route => self.topics(route).await,
         }
     }

@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod console;
 pub mod cors;
 pub mod error;
 #[cfg(any(test, fuzzing))]
@@ -23,6 +24,7 @@ pub mod request_json;
 pub mod route;
 pub mod server;
 pub mod session;
+pub mod ui;
 pub mod values;
 pub mod wire;
 

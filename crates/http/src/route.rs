@@ -68,6 +68,15 @@ pub enum Route {
     Send(Id, Id),
     /// `GET …/messages` (the reference's route) and `…/messages/deferred` (the SDK's).
     Poll(Id, Id),
+    /// This project's additions for the web UI (README, Web UI), each needing
+    /// `read_servers`: recent server log lines, the effective configuration, a consumer
+    /// group's lag per partition.
+    Logs,
+    Config,
+    GroupLag(Id, Id, Id),
+    /// `GET /ui` and its assets (feature `web`, when `http.web_ui = true`): public, as
+    /// static files; what they show comes from the API with the user's token.
+    Ui(String),
 }
 
 impl Route {
@@ -75,7 +84,12 @@ impl Route {
     pub fn is_public(&self) -> bool {
         matches!(
             self,
-            Self::Root | Self::Ping | Self::Login | Self::RefreshToken | Self::TokenLogin
+            Self::Root
+                | Self::Ping
+                | Self::Login
+                | Self::RefreshToken
+                | Self::TokenLogin
+                | Self::Ui(_)
         )
     }
 }
@@ -179,6 +193,10 @@ fn match_route(m: &Method, parts: &[&str]) -> Result<Option<Route>, ApiError> {
         ["cluster", "metadata"] if get => Some(Route::ClusterMetadata),
         ["clients"] if get => Some(Route::Clients),
         ["clients", id] if get => Some(Route::Client(number(id, "client_id")?)),
+        ["system", "logs"] if get => Some(Route::Logs),
+        ["system", "config"] if get => Some(Route::Config),
+        ["ui"] if get => Some(Route::Ui(String::new())),
+        ["ui", file] if get => Some(Route::Ui((*file).to_owned())),
         ["users", rest @ ..] => users(m, rest)?,
         ["personal-access-tokens", rest @ ..] => tokens(m, rest),
         ["streams", rest @ ..] => streams(m, rest)?,
@@ -253,6 +271,7 @@ fn topic(m: &Method, (s, t): (Id, Id), rest: &[&str]) -> Result<Option<Route>, A
         ["consumer-groups"] if post => Some(Route::CreateGroup(s, t)),
         ["consumer-groups", g] if get => Some(Route::Group(s, t, identifier(g)?)),
         ["consumer-groups", g] if delete => Some(Route::DeleteGroup(s, t, identifier(g)?)),
+        ["consumer-groups", g, "lag"] if get => Some(Route::GroupLag(s, t, identifier(g)?)),
         ["consumer-offsets"] if get => Some(Route::GetOffset(s, t)),
         ["consumer-offsets"] if put => Some(Route::StoreOffset(s, t)),
         ["consumer-offsets", consumer] if delete => {

@@ -40,6 +40,8 @@ pub struct HttpConfig {
     /// The path `GET` scrapes metrics on (`[http.metrics] endpoint`); `None` when
     /// `[http.metrics] enabled` is false.
     pub metrics_endpoint: Option<String>,
+    /// `http.web_ui`: serve the embedded web UI at `/ui` (builds with feature `web`).
+    pub web_ui: bool,
 }
 
 /// Binding the listener failed.
@@ -74,6 +76,7 @@ pub struct HttpServer {
     local_address: SocketAddr,
     #[cfg(feature = "tls")]
     tls: Option<compio_tls::TlsAcceptor>,
+    console: Rc<dyn crate::console::Console>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -99,7 +102,15 @@ impl HttpServer {
             local_address,
             #[cfg(feature = "tls")]
             tls: None,
+            console: Rc::new(crate::console::NoConsole),
         })
+    }
+
+    /// Answers the console routes (log lines, effective configuration) from `console`.
+    #[must_use]
+    pub fn with_console(mut self, console: Rc<dyn crate::console::Console>) -> Self {
+        self.console = console;
+        self
     }
 
     /// Serves HTTPS: TLS with `tls` under every connection.
@@ -123,7 +134,9 @@ impl HttpServer {
         let config = Rc::new(self.config);
         let jwt = Jwt::new(config.jwt.clone());
         let api = Api::new(handler, Credentials::new(jwt, config.sessions))
-            .with_metrics_endpoint(config.metrics_endpoint.as_deref());
+            .with_metrics_endpoint(config.metrics_endpoint.as_deref())
+            .with_console(self.console)
+            .with_web_ui(config.web_ui);
         let api = Rc::new(api);
         #[cfg(feature = "tls")]
         let tls = self.tls.clone();

@@ -34,6 +34,7 @@ fn config() -> HttpConfig {
         },
         jwt: jwt_settings(),
         metrics_endpoint: Some("/metrics".to_owned()),
+        web_ui: false,
         sessions: SessionLimits {
             total: 100,
             per_user: 10,

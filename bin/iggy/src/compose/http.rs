@@ -19,7 +19,11 @@ pub(super) async fn bind(config: &Config) -> Result<Option<http_api::HttpServer>
     if http.metrics_enabled {
         http_api::check_metrics_endpoint(&http.metrics_endpoint)?;
     }
-    match http_api::HttpServer::bind(settings(config)).await {
+    let console = Rc::new(ServerConsole {
+        effective_config: config.effective_toml(),
+    });
+    let bound = http_api::HttpServer::bind(settings(config)).await;
+    match bound.map(|server| server.with_console(console)) {
         #[cfg(feature = "tls")]
         Ok(server) if http.tls.enabled => {
             let source = super::certificate_source(&http.tls);
@@ -36,6 +40,26 @@ pub(super) async fn bind(config: &Config) -> Result<Option<http_api::HttpServer>
             Ok(None)
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// What the console routes of the API tell (README, Web UI): the logger's last lines and
+/// the effective configuration as written to `runtime/current_config.toml` (secrets
+/// redacted).
+struct ServerConsole {
+    effective_config: String,
+}
+
+impl http_api::console::Console for ServerConsole {
+    fn log_lines(&self, after: u64, limit: usize) -> Vec<http_api::console::LogLine> {
+        crate::logger::recent::after(after, limit)
+            .into_iter()
+            .map(|(seq, text)| http_api::console::LogLine { seq, text })
+            .collect()
+    }
+
+    fn effective_config(&self) -> String {
+        self.effective_config.clone()
     }
 }
 
@@ -86,6 +110,7 @@ fn settings(config: &Config) -> http_api::HttpConfig {
             decoding_secret,
         },
         metrics_endpoint: http.metrics_enabled.then(|| http.metrics_endpoint.clone()),
+        web_ui: http.web_ui,
         sessions: http_api::SessionLimits {
             total: http.sessions_max,
             per_user: http.sessions_per_user_max,

@@ -195,10 +195,12 @@ fn the_http_section_has_iggys_defaults_and_rules() {
     let defaults = Config::load(None, &BTreeMap::new(), BUILT).unwrap();
     assert!(defaults.http.metrics_enabled);
     assert_eq!(defaults.http.metrics_endpoint, "/metrics");
+    assert!(!defaults.http.web_ui);
+    let env = BTreeMap::from([("IGGY_HTTP_WEB_UI".to_owned(), "true".to_owned())]);
+    assert!(Config::load(None, &env, BUILT).unwrap().http.web_ui);
 
     for (key, value, named) in [
         ("IGGY_HTTP_JWT_ALGORITHM", "RS256", "http.jwt.algorithm"),
-        ("IGGY_HTTP_WEB_UI", "true", "http.web_ui"),
         (
             "IGGY_HTTP_METRICS_ENDPOINT",
             "metrics",

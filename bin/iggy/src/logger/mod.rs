@@ -2,11 +2,14 @@
 //! with `[system.logging] file_enabled`, in a rotating file ([`file`]); records that pass
 //! the filter also go to the OpenTelemetry log exporter when `[telemetry]` enables it.
 //!
+//! The last lines are also kept in memory ([`recent`]) for the web UI's live log.
+//!
 //! The filter ([`filter`]) is `RUST_LOG` when set, else `[system.logging] level` (both in
 //! `RUST_LOG`'s directive syntax); until the configuration is read, `RUST_LOG` or `info`.
 
 pub(crate) mod file;
 pub(crate) mod filter;
+pub(crate) mod recent;
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock, RwLock};
@@ -131,6 +134,7 @@ impl Log for Logger {
         );
         // A failed write to stderr or the file has nowhere better to be reported.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        recent::push(line.trim_end());
         if let Some(file) = lock_file().as_mut() {
             let _ = file.write_line(&line, now);
         }

@@ -156,7 +156,8 @@ impl Server {
         body: &[u8],
     ) -> Handled {
         connection.liveness.stamp(self.now_us());
-        let header = match RequestHeader::parse(raw_header, connection.dialect) {
+        let header = match RequestHeader::parse(raw_header, header_dialect(connection, raw_header))
+        {
             Ok(header) => header,
             Err(error) => {
                 log::warn!(
@@ -278,7 +279,7 @@ impl Server {
             );
             return Outcome::refused(operation, Refusal::Malformed, commit).into();
         };
-        let request = match Request::decode(code, body, connection.dialect) {
+        let request = match Request::decode(code, body, request_dialect(connection, code)) {
             Ok(request) => request,
             Err(error) => {
                 log::info!(
@@ -423,5 +424,36 @@ fn header_eviction(error: &DecodeError, bound: bool) -> EvictionReason {
         Subject::SessionNumber | Subject::RequestNumber if !bound => EvictionReason::NoSession,
         Subject::SessionNumber => EvictionReason::SessionTooLow,
         _ => EvictionReason::InvalidRequestBody,
+    }
+}
+
+/// Byte of the request header holding its operation (PROTOCOL.md §1.2).
+const OPERATION_AT: usize = 176;
+
+/// The dialect a request's header and body are read in: the connection's, except that the
+/// HTTP API's purge routes (PROTOCOL.md §8, kept from Iggy's API for the web UI and older
+/// clients) reach the core as the retired purge operations, whose bodies are the same in
+/// both dialects. Only the server's own HTTP edge makes such connections; a binary 0.12.2
+/// client still cannot send a purge.
+fn header_dialect(connection: &Connection, raw_header: &[u8; HEADER_SIZE]) -> proto::Dialect {
+    let operation = Operation::from_u8(raw_header[OPERATION_AT]);
+    let purge = matches!(
+        operation,
+        Some(Operation::PurgeStream | Operation::PurgeTopic)
+    );
+    if purge && connection.transport == crate::connection::TransportKind::Http {
+        proto::Dialect::V0_11_0
+    } else {
+        connection.dialect
+    }
+}
+
+/// The dialect `code`'s body is decoded in ([`header_dialect`]'s rule).
+fn request_dialect(connection: &Connection, code: CommandCode) -> proto::Dialect {
+    let purge = matches!(code, CommandCode::PurgeStream | CommandCode::PurgeTopic);
+    if purge && connection.transport == crate::connection::TransportKind::Http {
+        proto::Dialect::V0_11_0
+    } else {
+        connection.dialect
     }
 }
