@@ -17,6 +17,8 @@ mod bench_command;
 mod cluster;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod log_tail;
 #[cfg(feature = "ws")]
 mod ws;
 
@@ -70,6 +72,20 @@ pub(crate) fn transports() -> Vec<&'static str> {
         .iter()
         .filter_map(|&(_, section, built)| built.then_some(section))
         .collect()
+}
+
+/// Where the logger also hands each line: the HTTP console's memory of recent lines, in
+/// builds that can serve it (none keep lines nobody can read).
+#[cfg_attr(feature = "http", allow(clippy::unnecessary_wraps))]
+pub(crate) fn log_tail() -> Option<fn(&str)> {
+    #[cfg(feature = "http")]
+    {
+        Some(log_tail::push)
+    }
+    #[cfg(not(feature = "http"))]
+    {
+        None
+    }
 }
 
 /// Refuses `http.web_ui = true` in a build without the embedded UI.

@@ -102,6 +102,9 @@ fn main() -> ExitCode {
         return rotate::run(&arguments.skip(1).collect::<Vec<_>>());
     }
     logger::init();
+    if let Some(tail) = compose::log_tail() {
+        logger::tail_to(tail);
+    }
     match start() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => failure(&error),

@@ -52,7 +52,7 @@ struct ServerConsole {
 
 impl http_api::console::Console for ServerConsole {
     fn log_lines(&self, after: u64, limit: usize) -> Vec<http_api::console::LogLine> {
-        crate::logger::recent::after(after, limit)
+        super::log_tail::after(after, limit)
             .into_iter()
             .map(|(seq, text)| http_api::console::LogLine { seq, text })
             .collect()

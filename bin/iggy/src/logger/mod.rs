@@ -2,14 +2,14 @@
 //! with `[system.logging] file_enabled`, in a rotating file ([`file`]); records that pass
 //! the filter also go to the OpenTelemetry log exporter when `[telemetry]` enables it.
 //!
-//! The last lines are also kept in memory ([`recent`]) for the web UI's live log.
+//! Each line is also handed to a tail set at start ([`tail_to`]): the HTTP console's
+//! memory of recent lines, in builds that serve it.
 //!
 //! The filter ([`filter`]) is `RUST_LOG` when set, else `[system.logging] level` (both in
 //! `RUST_LOG`'s directive syntax); until the configuration is read, `RUST_LOG` or `info`.
 
 pub(crate) mod file;
 pub(crate) mod filter;
-pub(crate) mod recent;
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock, RwLock};
@@ -77,6 +77,14 @@ pub(crate) fn configure(settings: &LoggingSettings) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Where each line also goes once written (set once, at start).
+static TAIL: OnceLock<fn(&str)> = OnceLock::new();
+
+/// Hands every line written from now on to `tail` too (set once).
+pub(crate) fn tail_to(tail: fn(&str)) {
+    let _ = TAIL.set(tail);
+}
+
 /// Sends every logged record to `export` too (set once).
 pub(crate) fn export_to(export: Box<dyn Export>) {
     let _ = LOGGER.export.set(export);
@@ -134,7 +142,9 @@ impl Log for Logger {
         );
         // A failed write to stderr or the file has nowhere better to be reported.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        recent::push(line.trim_end());
+        if let Some(tail) = TAIL.get() {
+            tail(line.trim_end());
+        }
         if let Some(file) = lock_file().as_mut() {
             let _ = file.write_line(&line, now);
         }

@@ -1,6 +1,7 @@
-//! The last log lines, kept in memory for the web UI's live log (`GET /system/logs`): at
-//! most [`LINES_MAX`] lines and [`BYTES_MAX`] bytes, numbered from 1 in the order written,
-//! so a reader asks for what came after the last number it saw.
+//! The last log lines, kept in memory for the HTTP console's live log (`GET /system/logs`,
+//! the web UI's log page): at most [`LINES_MAX`] lines and [`BYTES_MAX`] bytes, numbered
+//! from 1 in the order written, so a reader asks for what came after the last number it
+//! saw. The logger hands each line here (`crate::logger::tail_to`) in builds with `http`.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
