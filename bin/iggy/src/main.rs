@@ -10,6 +10,7 @@ mod cli;
 mod compose;
 mod config;
 mod cores;
+mod data_lock;
 mod logger;
 mod process;
 mod rotate;
@@ -61,6 +62,8 @@ enum StartError {
     },
     #[error("start the compio runtime")]
     Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Lock(#[from] data_lock::LockError),
     #[error("the file backend (system.io_backend)")]
     Backend(#[source] shard::disk::BackendError),
     #[error(transparent)]
@@ -161,6 +164,8 @@ fn start() -> Result<(), StartError> {
         "open-file limit: {}",
         files.map_or_else(|| "unlimited".into(), |n| n.to_string())
     );
+    // Held until the process ends: no second server or rotation on this directory.
+    let _lock = data_lock::acquire(&config.system_path)?;
     prepare_data_directory(&config, cli.fresh)?;
     let record_key = at_rest::prepare(&config)?;
     logger::configure(&config.logging)
@@ -196,7 +201,21 @@ fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError
         }
     };
     if fresh && path.exists() {
-        std::fs::remove_dir_all(path).map_err(error("wipe", path))?;
+        // Everything but the lock this process holds.
+        let entries = std::fs::read_dir(path).map_err(error("wipe", path))?;
+        for entry in entries {
+            let entry = entry.map_err(error("wipe", path))?;
+            if entry.file_name() == data_lock::LOCK_FILE {
+                continue;
+            }
+            let target = entry.path();
+            let removed = if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                std::fs::remove_dir_all(&target)
+            } else {
+                std::fs::remove_file(&target)
+            };
+            removed.map_err(error("wipe", &target))?;
+        }
         log::info!("--fresh: wiped {}", path.display());
     }
     if config.cluster.enabled {

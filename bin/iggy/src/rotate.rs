@@ -67,6 +67,10 @@ pub(crate) fn run(arguments: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let _lock = match crate::data_lock::acquire(root) {
+        Ok(lock) => lock,
+        Err(error) => return crate::failure(&error),
+    };
     let storage = shard::disk::compio();
     let done = runtime.block_on(async {
         let rotation = plan(&storage, root, old.as_deref(), new.as_deref()).await?;

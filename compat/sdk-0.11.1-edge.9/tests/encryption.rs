@@ -245,6 +245,9 @@ fn messages_are_sealed_at_rest_and_need_their_key() {
     }
     server.start_again();
     run(check_readable(&server, &sent));
+    // The running server holds the directory's lock: a rotation now is refused.
+    let busy = rotate(&data, Some(KEY), Some(OTHER_KEY)).expect_err("the server is running");
+    assert!(busy.contains("in use by another process"), "{busy}");
     assert!(server.stop().is_some_and(|status| status.success()));
     assert_no_credentials(&data, &token);
 

@@ -34,6 +34,8 @@ const LOG_LINES_MAX: usize = 2_000;
 pub trait Console {
     /// Log lines numbered above `after`, oldest first, at most `limit`.
     fn log_lines(&self, after: u64, limit: usize) -> Vec<LogLine>;
+    /// The number of the newest line (0 before any).
+    fn last_log_seq(&self) -> u64;
     /// The effective configuration as TOML, every secret redacted.
     fn effective_config(&self) -> String;
 }
@@ -52,6 +54,10 @@ pub struct NoConsole;
 impl Console for NoConsole {
     fn log_lines(&self, _after: u64, _limit: usize) -> Vec<LogLine> {
         Vec::new()
+    }
+
+    fn last_log_seq(&self) -> u64 {
+        0
     }
 
     fn effective_config(&self) -> String {
@@ -74,6 +80,13 @@ impl<H: ConnectionHandler> Call<'_, H> {
         match route {
             Route::Logs => {
                 let after = self.query_number("after")?.unwrap_or(0);
+                // A number past the newest line was this server's before a restart (a page
+                // kept open, its token still valid): the numbering began again at 1.
+                let after = if after > self.api.console.last_log_seq() {
+                    0
+                } else {
+                    after
+                };
                 let limit = self
                     .query_number("limit")?
                     .map_or(500, |limit: u64| {
@@ -175,9 +188,12 @@ impl<H: ConnectionHandler> Call<'_, H> {
 }
 
 /// Messages after `stored` up to the partition's last offset `current`; all `messages`
-/// when nothing was stored.
+/// when nothing was stored. Never more than the partition holds: messages retention removed
+/// after the stored offset can no longer be read.
 fn lag(current: u64, messages: u64, stored: Option<u64>) -> u64 {
-    stored.map_or(messages, |stored| current.saturating_sub(stored))
+    stored.map_or(messages, |stored| {
+        current.saturating_sub(stored).min(messages)
+    })
 }
 
 #[cfg(test)]
@@ -192,5 +208,7 @@ mod tests {
         assert_eq!(lag(9, 10, Some(4)), 5);
         // A stored offset past the head (a purge since) is no lag, not an underflow.
         assert_eq!(lag(3, 4, Some(7)), 0);
+        // Retention removed offsets 0..=89 of 100: 10 messages are left to read.
+        assert_eq!(lag(99, 10, Some(5)), 10);
     }
 }

@@ -333,7 +333,12 @@ function chart(title, series) {
     const value = points.filter((v) => v !== null).at(-1);
     return value === undefined ? "—" : value.toFixed(value < 10 ? 2 : 0);
   };
-  const legend = el("div", { class: "legend" }, series.map(([name, color, points]) => el("span", { style: `color:${color}` }, `${name}: ${latest(points)}`)));
+  // Colours go through the style object: the page's policy blocks style attributes.
+  const legend = el("div", { class: "legend" }, series.map(([name, color, points]) => {
+    const entry = el("span", {}, `${name}: ${latest(points)}`);
+    entry.style.color = color;
+    return entry;
+  }));
   return el("div", { class: "card" }, el("b", {}, title), svg, legend);
 }
 

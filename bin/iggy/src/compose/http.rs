@@ -58,6 +58,10 @@ impl http_api::console::Console for ServerConsole {
             .collect()
     }
 
+    fn last_log_seq(&self) -> u64 {
+        super::log_tail::last()
+    }
+
     fn effective_config(&self) -> String {
         self.effective_config.clone()
     }

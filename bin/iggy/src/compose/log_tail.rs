@@ -45,6 +45,11 @@ pub(crate) fn push(line: &str) {
     }
 }
 
+/// The number of the newest line (0 before any).
+pub(crate) fn last() -> u64 {
+    lock().next - 1
+}
+
 /// The lines numbered above `after`, oldest first, at most `limit`.
 pub(crate) fn after(after: u64, limit: usize) -> Vec<(u64, String)> {
     lock()
@@ -74,5 +79,6 @@ mod tests {
         assert_eq!(tail.len(), 2);
         assert_eq!(tail[0].0, last - 2);
         assert!(after(last, 10).is_empty());
+        assert!(super::last() >= last);
     }
 }

@@ -210,14 +210,14 @@ fn the_search_for_an_intact_record_agrees_at_every_chunk_size() {
     let scanned = run(open::scan_file(&file, &path, 0, size, 1 << 20)).unwrap();
     assert_eq!(scanned.valid_length, RECORD_BYTES as u64);
     for chunk in [1, 7, 255, 256, 257, 400, 1 << 20] {
-        let found = run(open::find_intact(&file, &path, &scanned, size, chunk)).unwrap();
+        let found = run(find_intact(&file, &path, &scanned, size, chunk)).unwrap();
         assert_eq!(found, Some(2 * RECORD_BYTES as u64), "chunk {chunk}");
     }
     // Only a record continuing the log counts: not the one before the damage, nor one
     // whose offsets are below where the valid records end.
     let mut later = scanned.clone();
     later.next_offset = 5;
-    let found = run(open::find_intact(&file, &path, &later, size, 64)).unwrap();
+    let found = run(find_intact(&file, &path, &later, size, 64)).unwrap();
     assert_eq!(found, None);
 }
 

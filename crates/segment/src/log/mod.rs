@@ -32,7 +32,7 @@ pub use append::Appended;
 pub use background_sync::SyncStart;
 pub use config::{Durability, LogConfig, SYNC_INTERVAL_DEFAULT_US};
 pub use error::{AppendError, OpenError, ReadError};
-pub use open::{Cut, Damage, RecoveryReport};
+pub use open::{Cut, Damage, RecoveryReport, find_intact};
 pub use read::{ReadStart, Records};
 pub use retention::{RetentionPolicy, SegmentRef, retention_plan};
 pub use segment::SegmentInfo;

@@ -381,7 +381,7 @@ pub(crate) async fn scan_file<F: StorageFile>(
 /// Where the first intact record continuing `scanned`'s log starts after its valid prefix,
 /// searching every byte to the end of the file in chunks of `chunk_bytes` (a bad length
 /// field hides where the next record starts). `None` means the rest is a torn tail.
-pub(crate) async fn find_intact<F: StorageFile>(
+pub async fn find_intact<F: StorageFile>(
     log: &F,
     path: &Path,
     scanned: &Scan,

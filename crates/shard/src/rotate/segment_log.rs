@@ -8,6 +8,7 @@ use segment::format::SEGMENT_SIZE_MAX;
 use segment::format::index::{IndexEntry, serialize};
 use segment::format::scan::{Scan, StopReason, scan_more};
 use segment::layout::SegmentPaths;
+use segment::log::find_intact;
 use segment::storage::{Storage, StorageFile, read_exact_at};
 
 use super::{
@@ -67,26 +68,52 @@ pub(super) async fn rotate_segment<S: Storage>(
         rotated.records += scan.records.len() as u64;
         scan.records.clear();
         pending.drain(..consumed);
-        match &scan.stop {
-            StopReason::End if read >= size => break,
-            StopReason::End => {}
-            StopReason::Torn { .. } if read < size => {}
-            // The server cuts a torn tail of the active segment at start-up alike.
-            StopReason::Torn { .. } if active => {
-                rotated.torn_bytes += pending.len() as u64;
-                break;
-            }
-            stop => {
-                return Err(RotateError::Damaged {
-                    path: paths.log.clone(),
-                    position: scan.valid_length,
-                    stop: stop.clone(),
-                });
-            }
+        if read_through(&log, paths, &scan, (read, size), active, rotated).await? {
+            break;
         }
     }
     drop(log);
     finish(storage, paths, &log_tmp, rewrite).await
+}
+
+/// Whether the log has been read through after the scan stopped with `scan.stop` having
+/// read `read` of `size` bytes: at its end, or at a damaged tail of the active segment with
+/// no intact record after it, which start-up (`segment::log::open`) would cut alike.
+/// Anything else is damage the server would quarantine, which the rotation will not move
+/// past.
+async fn read_through<F: StorageFile>(
+    log: &F,
+    paths: &SegmentPaths,
+    scan: &Scan,
+    (read, size): (u64, u64),
+    active: bool,
+    rotated: &mut Rotated,
+) -> Result<bool, RotateError> {
+    match &scan.stop {
+        StopReason::End => return Ok(read >= size),
+        StopReason::Torn { .. } if read < size => return Ok(false),
+        _ => {}
+    }
+    let intact_at = if active {
+        find_intact(log, &paths.log, scan, size, CHUNK_BYTES)
+            .await
+            .map_err(|error| RotateError::Record {
+                path: paths.log.clone(),
+                position: scan.valid_length,
+                reason: error.to_string(),
+            })?
+    } else {
+        None
+    };
+    if active && intact_at.is_none() {
+        rotated.torn_bytes += size - scan.valid_length;
+        return Ok(true);
+    }
+    Err(RotateError::Damaged {
+        path: paths.log.clone(),
+        position: scan.valid_length,
+        stop: scan.stop.clone(),
+    })
 }
 
 /// Appends the next chunk of the old log (from byte `*read` of its `size`) to `pending`.

@@ -306,3 +306,54 @@ fn a_damaged_log_stops_the_rotation_before_the_key_changes() {
         assert!(plan(&storage, root, Some(OLD), Some(NEW)).await.is_ok());
     });
 }
+
+/// The active segment of partition 0: its log's path.
+async fn active_log(storage: &MemoryStorage) -> PathBuf {
+    let partition = segment::layout::partition_directory(Path::new(ROOT), 0, 0, 0);
+    let names = storage.list_dir(&partition).await.unwrap();
+    let last = *segment::format::segment_starts(&names).last().unwrap();
+    segment::layout::SegmentPaths::new(&partition, last).log
+}
+
+#[test]
+fn a_damaged_tail_of_the_active_segment_is_cut_as_start_up_would() {
+    runtime().block_on(async {
+        let storage = MemoryStorage::new();
+        let expected = fixture(&storage).await;
+        let log = active_log(&storage).await;
+        // A power loss that extended the file with zeros.
+        let mut bytes = storage.contents(&log).unwrap();
+        bytes.extend_from_slice(&[0; 300]);
+        storage.replace(&log, bytes);
+        let root = Path::new(ROOT);
+        let rotation = plan(&storage, root, Some(OLD), Some(NEW)).await.unwrap();
+        let rotated = rotate(&storage, root, &rotation).await.unwrap();
+        assert_eq!(rotated.torn_bytes, 300);
+        assert_rotated(&storage, &expected).await;
+    });
+}
+
+#[test]
+fn damage_with_intact_records_after_it_stops_the_rotation_rather_than_drop_them() {
+    runtime().block_on(async {
+        let storage = MemoryStorage::new();
+        fixture(&storage).await;
+        let log = active_log(&storage).await;
+        // The active segment's first record claims a length past the end of the file (a
+        // torn-looking stop) while its second record is intact after it.
+        let mut bytes = storage.contents(&log).unwrap();
+        let first_length = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
+        let size = u64::try_from(bytes.len()).unwrap();
+        assert!(first_length < size, "the segment holds two records");
+        let claimed = size + 100;
+        bytes[32..40].copy_from_slice(&claimed.to_le_bytes());
+        storage.replace(&log, bytes);
+        let root = Path::new(ROOT);
+        let rotation = plan(&storage, root, Some(OLD), Some(NEW)).await.unwrap();
+        let stopped = rotate(&storage, root, &rotation).await;
+        assert!(
+            matches!(stopped, Err(RotateError::Damaged { .. })),
+            "{stopped:?}"
+        );
+    });
+}
