@@ -428,9 +428,15 @@ async fn overview_under_load(client: &Client, base: &str, server: &Server) {
     snap(client, "overview").await;
 }
 
-/// A topic renamed through its prompt and purged through its confirmation: its messages go,
-/// the topic stays.
+/// A topic's expiry edited, then the topic renamed through its prompt and purged through
+/// its confirmation: its messages go, the topic stays.
 async fn rename_and_purge(client: &Client, base: &str) {
+    // An hour of message expiry, saved from the topic's settings form.
+    open(client, base, &format!("#/streams/{STREAM}/topics/{TOPIC}")).await;
+    type_into(client, "input[name=edit-expiry]", "3600").await;
+    click(client, "#edit-topic button[type=submit]").await;
+    wait_text(client, "#toast", "Topic updated").await;
+    wait_text(client, "main", "3600000000").await;
     open(client, base, &format!("#/streams/{STREAM}")).await;
     let row = format!("//tr[td/a[text()='{TOPIC}']]");
     let rename = client

@@ -471,7 +471,33 @@ async function topicPage(streamId, topicId) {
     el("h2", {}, "Browse messages"),
     browser(base, topic),
     el("h2", {}, "Options"),
+    settingsForm(base),
     table(["Option", "Value"], options, "No options."),
+  );
+}
+
+/** The topic's updatable settings: message expiry and maximum size (blank leaves one as it is). */
+function settingsForm(base) {
+  const expiry = el("input", { name: "edit-expiry", type: "number", min: 1, placeholder: "seconds" });
+  const maxSize = el("input", { name: "edit-max-size", type: "number", min: 1, placeholder: "bytes" });
+  return el(
+    "form",
+    {
+      class: "card inline",
+      id: "edit-topic",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const update = {};
+        if (expiry.value) update.message_expiry = Math.round(Number(expiry.value) * 1e6);
+        if (maxSize.value) update.max_topic_size = Math.round(Number(maxSize.value));
+        if (Object.keys(update).length === 0) return toast("Nothing to change", true);
+        act(() => api("PUT", base, update), "Topic updated");
+      },
+    },
+    field("Message expiry", expiry),
+    field("Maximum size", maxSize),
+    el("button", { type: "submit" }, "Save"),
+    el("button", { type: "button", onclick: () => act(() => api("PUT", base, { reset: ["message_expiry", "max_topic_size"] }), "Topic settings reset") }, "Reset to defaults"),
   );
 }
 
