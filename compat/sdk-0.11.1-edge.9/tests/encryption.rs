@@ -173,23 +173,14 @@ fn assert_nothing_in_the_clear(root: &Path, sent: &Sent) {
         .chain(&sent.values)
         .flat_map(|secret| secret.windows(16))
         .collect();
-    let mut files = 0;
-    let mut pending = vec![root.to_owned()];
-    while let Some(directory) = pending.pop() {
-        for entry in std::fs::read_dir(&directory).expect("list the data directory") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let bytes = std::fs::read(&path).expect("read a data file");
-            files += 1;
-            let leak = bytes
-                .windows(16)
-                .position(|window| windows.contains(window));
-            assert_eq!(leak, None, "{} holds plaintext", path.display());
-        }
+    let files = every_file(root);
+    for (path, bytes) in &files {
+        let leak = bytes
+            .windows(16)
+            .position(|window| windows.contains(window));
+        assert_eq!(leak, None, "{} holds plaintext", path.display());
     }
+    let files = files.len();
     assert!(files > 3, "the scan saw the segments ({files} files)");
 }
 
@@ -317,27 +308,36 @@ fn rotate(data: &Path, old: Option<&str>, new: Option<&str>) -> Result<String, S
 /// No file under `root` holds an argon2 hash, the token, or a token digest (stored in the
 /// clear, a SHA-256 in 64 lowercase hex digits: no such run may appear anywhere).
 fn assert_no_credentials(root: &Path, token: &str) {
+    for (path, bytes) in every_file(root) {
+        for secret in ["$argon2", token] {
+            let found = bytes
+                .windows(secret.len())
+                .any(|window| window == secret.as_bytes());
+            assert!(!found, "{} holds {secret}", path.display());
+        }
+        let hex_run = bytes
+            .split(|byte| !matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0);
+        assert!(hex_run < 64, "{} holds a hex digest", path.display());
+    }
+}
+
+/// Every file under `root`, with its bytes.
+fn every_file(root: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
     let mut pending = vec![root.to_owned()];
     while let Some(directory) = pending.pop() {
         for entry in std::fs::read_dir(&directory).expect("list the data directory") {
             let path = entry.expect("an entry").path();
             if path.is_dir() {
                 pending.push(path);
-                continue;
+            } else {
+                let bytes = std::fs::read(&path).expect("read a data file");
+                files.push((path, bytes));
             }
-            let bytes = std::fs::read(&path).expect("read a data file");
-            for secret in ["$argon2", token] {
-                let found = bytes
-                    .windows(secret.len())
-                    .any(|window| window == secret.as_bytes());
-                assert!(!found, "{} holds {secret}", path.display());
-            }
-            let hex_run = bytes
-                .split(|byte| !matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
-                .map(<[u8]>::len)
-                .max()
-                .unwrap_or(0);
-            assert!(hex_run < 64, "{} holds a hex digest", path.display());
         }
     }
+    files
 }

@@ -12,28 +12,12 @@ use proto::commands::tokens::{CreatePersonalAccessToken, RawPersonalAccessToken}
 use proto::commands::users::{ChangePassword, CreateUser, UserStatus};
 use proto::primitives::OptionsBlock;
 
-use super::metadata_tests::{call, connection, decode, id, name, root_user};
+use super::metadata_tests::{call, connection, decode, id, info, name, root_user};
 use crate::at_rest::credentials::CredentialSeal;
 use crate::metadata::auth::token_hash;
 use crate::node::Node;
 use crate::refusal::{Login, Refusal};
-use crate::server::{Server, ServerInfo};
-
-fn info() -> ServerInfo {
-    ServerInfo {
-        roster: crate::cluster::Roster::one_node("iggy-cluster", "iggy-node", "127.0.0.1"),
-        tcp_port: 8090,
-        websocket_port: 0,
-        http_port: 0,
-        quic_port: 0,
-        started_at_us: 0,
-        logins: crate::login_limit::LoginLimits::default(),
-        groups: crate::data::GroupConfig::default(),
-        validate_checksum: false,
-        enforce_fsync: false,
-        sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
-    }
-}
+use crate::server::Server;
 
 async fn open(root: &Path, key: Option<u8>) -> std::rc::Rc<Server> {
     let (node, _inboxes) = Node::new(1);

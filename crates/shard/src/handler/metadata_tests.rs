@@ -48,7 +48,13 @@ pub(super) fn fixture() -> Fixture {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let info = ServerInfo {
+    let server = Server::new(info(), Metadata::default(), root.clone());
+    Fixture { server, root }
+}
+
+/// A single node's settings, with the defaults the tests need.
+pub(super) fn info() -> ServerInfo {
+    ServerInfo {
         roster: crate::cluster::Roster::one_node("iggy-cluster", "iggy-node", "127.0.0.1"),
         tcp_port: 8090,
         websocket_port: 0,
@@ -60,9 +66,7 @@ pub(super) fn fixture() -> Fixture {
         validate_checksum: false,
         enforce_fsync: false,
         sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
-    };
-    let server = Server::new(info, Metadata::default(), root.clone());
-    Fixture { server, root }
+    }
 }
 
 /// A connection logged in as `user_id` in `dialect`.
