@@ -29,18 +29,6 @@ async fn take(consumer: &mut IggyConsumer, count: usize) -> Vec<ReceivedMessage>
     received
 }
 
-fn auto_commit_on_delivery() -> PollOptions {
-    PollOptions {
-        commit: CommitPolicy::Auto(AutoCommit {
-            interval: None,
-            every: Some(CommitEvery::Message),
-            after: CommitAfter::Delivery,
-        }),
-        max_wait: Duration::from_millis(200).into(),
-        ..PollOptions::default()
-    }
-}
-
 #[test]
 fn direct_producer_creates_and_group_consumer_auto_commits() {
     let server = Server::start();

@@ -326,13 +326,7 @@ async fn group_lag_follows_a_consumer(client: &Client, base: &str, server: &Serv
         .polling_strategy(PollingStrategy::next())
         .poll_options(PollOptions {
             count: 1,
-            commit: CommitPolicy::Auto(AutoCommit {
-                interval: None,
-                every: Some(CommitEvery::Message),
-                after: CommitAfter::Delivery,
-            }),
-            max_wait: Duration::from_millis(200).into(),
-            ..PollOptions::default()
+            ..auto_commit_on_delivery()
         })
         .build();
     consumer.init().await.expect("the consumer joins the group");

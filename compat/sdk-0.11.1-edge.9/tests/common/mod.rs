@@ -192,3 +192,17 @@ pub async fn poll_all(
     }
     messages
 }
+
+/// Poll options that commit each message's offset once it is delivered, waiting at most
+/// 200 ms for messages.
+pub fn auto_commit_on_delivery() -> PollOptions {
+    PollOptions {
+        commit: CommitPolicy::Auto(AutoCommit {
+            interval: None,
+            every: Some(CommitEvery::Message),
+            after: CommitAfter::Delivery,
+        }),
+        max_wait: Duration::from_millis(200).into(),
+        ..PollOptions::default()
+    }
+}

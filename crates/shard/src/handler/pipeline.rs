@@ -441,6 +441,11 @@ fn header_dialect(connection: &Connection, raw_header: &[u8; HEADER_SIZE]) -> pr
         operation,
         Some(Operation::PurgeStream | Operation::PurgeTopic)
     );
+    purge_dialect(connection, purge)
+}
+
+/// The connection's dialect, or 0.11.0 for a purge on an HTTP connection.
+fn purge_dialect(connection: &Connection, purge: bool) -> proto::Dialect {
     if purge && connection.transport == crate::connection::TransportKind::Http {
         proto::Dialect::V0_11_0
     } else {
@@ -451,9 +456,5 @@ fn header_dialect(connection: &Connection, raw_header: &[u8; HEADER_SIZE]) -> pr
 /// The dialect `code`'s body is decoded in ([`header_dialect`]'s rule).
 fn request_dialect(connection: &Connection, code: CommandCode) -> proto::Dialect {
     let purge = matches!(code, CommandCode::PurgeStream | CommandCode::PurgeTopic);
-    if purge && connection.transport == crate::connection::TransportKind::Http {
-        proto::Dialect::V0_11_0
-    } else {
-        connection.dialect
-    }
+    purge_dialect(connection, purge)
 }
