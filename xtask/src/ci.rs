@@ -269,6 +269,7 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
     let (server, minimal) = (&binaries[0], &binaries[1]);
     minimal_refuses_what_it_lacks(minimal)?;
     let target_dir = root.join("target/compat");
+    minimal_serves_tcp(sh, &target_dir, minimal)?;
     for manifest in compat_projects(sh, "sdk-")? {
         cmd!(
             sh,
@@ -290,6 +291,32 @@ fn integration(sh: &Shell) -> Result<(), DynError> {
             .env("IGGY_SERVER_BIN", server)
             .run()?;
     }
+    Ok(())
+}
+
+/// The SDK project that [`minimal_serves_tcp`] runs, and the flows it runs there.
+const MINIMAL_SDK: &str = "compat/sdk-0.11.1-edge.9/Cargo.toml";
+const MINIMAL_FLOWS: [&str; 4] = ["messages", "streams_topics", "groups", "users"];
+
+/// The minimal binary (built for size, `[profile.edge]`) serves the real SDK's send, poll,
+/// offset, group and metadata flows over TCP, as the full one does.
+fn minimal_serves_tcp(
+    sh: &Shell,
+    target_dir: &std::path::Path,
+    binary: &std::path::Path,
+) -> Result<(), DynError> {
+    let manifest = sh.current_dir().join(MINIMAL_SDK);
+    let mut flows = Vec::new();
+    for flow in MINIMAL_FLOWS {
+        flows.extend(["--test", flow]);
+    }
+    cmd!(
+        sh,
+        "cargo test --manifest-path {manifest} {flows...} -- --test-threads=2"
+    )
+    .env("CARGO_TARGET_DIR", target_dir)
+    .env("IGGY_SERVER_BIN", binary)
+    .run()?;
     Ok(())
 }
 

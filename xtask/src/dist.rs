@@ -1,5 +1,6 @@
-//! Release artifacts: `cargo xtask dist` builds the server per variant (`--release --locked`),
-//! strips it, and packs it with README.md, LICENSE and the default config.toml into
+//! Release artifacts: `cargo xtask dist` builds the server per variant (`--locked`; full with
+//! the release profile, minimal with the size-optimised `edge` profile), strips it, and packs
+//! it with README.md, LICENSE and the default config.toml into
 //! `target/dist/iggy-<version>-<variant>-<host triple>.tar.gz`, with a `SHA256SUMS` beside
 //! them; `cargo xtask check-features` builds bin/iggy with each feature alone (a transport
 //! alone; any other feature with `minimal`, since the server needs a transport: `tls` alone
@@ -29,19 +30,24 @@ const FEATURES: [&str; 12] = [
     "full",
 ];
 
-/// One release archive: its variant name and the cargo feature flags that build it.
+/// One release archive: its variant name, the cargo feature flags that build it and the
+/// profile it is built with (the binary lands in `target/<profile>/`).
 struct Build {
     name: &'static str,
     features: &'static [&'static str],
+    profile: &'static str,
 }
 
+/// The edge build: `[profile.edge]` in the workspace's Cargo.toml, made for size.
 const MINIMAL: Build = Build {
     name: "minimal",
     features: &["--no-default-features", "--features", "minimal"],
+    profile: "edge",
 };
 const FULL: Build = Build {
     name: "full",
     features: &["--features", "full"],
+    profile: "release",
 };
 
 /// Makes the archives of `variant` under `target/dist`; returns the unpacked directory of
@@ -63,17 +69,17 @@ pub(crate) fn run(sh: &Shell, variant: Variant) -> Result<Vec<(String, PathBuf)>
     let mut made = Vec::new();
     let mut archives = Vec::new();
     for build in builds {
-        let features = build.features;
+        let (features, profile) = (build.features, build.profile);
         cmd!(
             sh,
-            "cargo build --release --locked --bin iggy {features...}"
+            "cargo build --profile {profile} --locked --bin iggy {features...}"
         )
         .run()?;
         let name = format!("iggy-{version}-{}-{host}", build.name);
         let staging = dist.join(&name);
         std::fs::create_dir_all(&staging)?;
         let binary = staging.join("iggy");
-        std::fs::copy(root.join("target/release/iggy"), &binary)?;
+        std::fs::copy(root.join("target").join(profile).join("iggy"), &binary)?;
         cmd!(sh, "strip {binary}").run()?;
         for (from, to) in [
             ("README.md", "README.md"),
