@@ -303,7 +303,7 @@ fn faults_while_producing(restart_mid_run: bool) {
                 match producer.send(messages).await {
                     Ok(_) => sent.lock().unwrap().extend(&batch),
                     Err(error) => {
-                        if failures < 5 || failures % 50 == 0 {
+                        if failures < 5 || failures.is_multiple_of(50) {
                             eprintln!("send {next}: {error:?}");
                         }
                         failures += 1;
@@ -481,7 +481,11 @@ fn faults_while_producing(restart_mid_run: bool) {
     if !restart_mid_run {
         cluster.nodes[0].start_again();
     }
-    // Every node ends with the same partition logs, byte for byte.
+    partition_logs_converge(&cluster);
+}
+
+/// Every node ends with the same partition logs, byte for byte, within [`CONVERGE_WITHIN`].
+fn partition_logs_converge(cluster: &Cluster) {
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
         let logs: Vec<_> = cluster
@@ -502,4 +506,98 @@ fn faults_while_producing(restart_mid_run: bool) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The first message the node `client` is routed to holds, retried through a failover.
+async fn first_offset(client: &IggyClient, within: Duration) -> u64 {
+    let started = Instant::now();
+    loop {
+        let polled = client
+            .poll_messages(
+                &Identifier::named(STREAM).unwrap(),
+                &Identifier::named(TOPIC).unwrap(),
+                0,
+                &Consumer::new(Identifier::named("reader").unwrap()),
+                &PollingStrategy::first(),
+                PollOptions::default(),
+            )
+            .await;
+        match polled {
+            Ok(polled) if !polled.messages.is_empty() => return polled.messages[0].header.offset,
+            Ok(_) => panic!("the partition is empty"),
+            Err(error) if started.elapsed() < within => {
+                eprintln!("poll the first message: {error}; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => panic!("no poll within {within:?}: {error}"),
+        }
+    }
+}
+
+/// `DELETE_SEGMENTS` at the primary is replicated: once the primary is killed, the new
+/// primary's first message is the one the deletion left, and once the killed node is back
+/// (rebuilding its partitions from its replica log) every node's partition logs are the same
+/// bytes. When only the primary truncated, the backups still held the deleted messages and
+/// the restarted node's replay brought them back.
+#[test]
+fn deleted_segments_stay_deleted_through_a_failover_and_a_restart() {
+    let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
+    let addresses = cluster.tcp_addresses();
+    run(async {
+        let client = connect(&addresses[1]).await;
+        assert_eq!(wait_for_leader(&client).await, 0);
+        let (stream, topic) = (
+            Identifier::named(STREAM).unwrap(),
+            Identifier::named(TOPIC).unwrap(),
+        );
+        client
+            .create_stream(STREAM, &StreamCreateOptions::default())
+            .await
+            .expect("create the stream");
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            segment_size: Some(IggyByteSize::from(1024 * 1024)),
+            ..TopicCreateOptions::default()
+        };
+        client
+            .create_topic(&stream, TOPIC, &options)
+            .await
+            .expect("a topic of 1 MiB segments");
+        let filler = "x".repeat(64 * 1024);
+        for batch in 0..8u64 {
+            let mut messages: Vec<IggyMessage> = (batch * 10..batch * 10 + 10)
+                .map(|index| IggyMessage::from(format!("{}-{filler}", payload(index))))
+                .collect();
+            client
+                .send_messages(
+                    &stream,
+                    &topic,
+                    &Partitioning::partition_id(0),
+                    &mut messages,
+                )
+                .await
+                .expect("send 640 KiB");
+        }
+        let segments = |details: Option<TopicDetails>| {
+            details.expect("the topic").partitions[0].segments_count
+        };
+        let before = segments(client.get_topic(&stream, &topic).await.unwrap());
+        assert!(before >= 3, "5 MiB in 1 MiB segments: {before} segments");
+        client
+            .delete_segments(&stream, &topic, 0, 2)
+            .await
+            .expect("delete two segments");
+        let after = segments(client.get_topic(&stream, &topic).await.unwrap());
+        assert_eq!(after, before - 2);
+        let first = first_offset(&client, Duration::from_secs(5)).await;
+        assert!(first > 0, "the oldest messages are gone");
+        cluster.nodes[0].kill();
+        let failed_over = first_offset(&client, Duration::from_secs(30)).await;
+        assert_eq!(
+            failed_over, first,
+            "the new primary deleted the same messages"
+        );
+    });
+    cluster.nodes[0].start_again();
+    partition_logs_converge(&cluster);
 }

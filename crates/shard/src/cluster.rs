@@ -10,10 +10,10 @@
 //! the primary (the partition chosen, the append time), and the same ops in the same order
 //! give every node the same metadata, offsets and producer state.
 //!
-//! What is not replicated yet (so it lives on the primary alone and is lost when it moves):
-//! sessions, consumer-group membership, stored consumer offsets, purges and segment
-//! deletion. A node that is not the primary refuses what it cannot serve with
-//! [`Replication::refusal`], so clients go to the primary.
+//! Sessions, stored consumer offsets, purges and `DELETE_SEGMENTS` are ops too. What is not
+//! replicated (so it lives on the primary alone and is lost when it moves) is consumer-group
+//! membership; retention runs on each node by its own clock. A node that is not the primary
+//! refuses what it cannot serve with [`Replication::refusal`], so clients go to the primary.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
@@ -158,7 +158,8 @@ impl ClusterStatus {
 
 /// Whether only the primary serves `request` in cluster mode: `Some(true)` for the
 /// partition plane (messages and offsets), `Some(false)` for what lives only on the primary
-/// (consumer groups, purges), `None` for what any node answers from its replicated state
+/// (consumer groups) or that the primary turns into an op (purges, segment deletion), `None`
+/// for what any node answers from its replicated state
 /// (metadata reads, sessions, routes, the roster). Metadata writes are refused at
 /// `Replication::submit`.
 pub fn primary_only(request: &Request<'_>) -> Option<bool> {
@@ -217,6 +218,19 @@ pub enum ReplicatedOp {
         key: PartitionKey,
         owner: OffsetOwner,
     },
+    /// Every message, stored offset and producer of a stream's partitions, or of one
+    /// topic's (`PURGE_STREAM`, `PURGE_TOPIC`).
+    Purge {
+        stream_id: u32,
+        topic_id: Option<u32>,
+    },
+    /// `DELETE_SEGMENTS` as the primary resolved it: every sealed segment of the partition
+    /// that ends at or before `below` goes. An offset rather than a count, so each node
+    /// deletes the same messages whatever its own segments (retention runs on each node).
+    DeleteSegments {
+        key: PartitionKey,
+        below: u64,
+    },
     /// A login: the session of `client_id` on every node, numbered by the op that
     /// registered it (so `BIND_SESSION` works on any node).
     Register {
@@ -240,6 +254,12 @@ const ORIGIN_SIZE: usize = 16 + 8;
 /// A metadata change with its origin: the kind, the origin's client (16 bytes) and request
 /// (8), then the op as [`KIND_METADATA`] holds it.
 const KIND_METADATA_FROM: u8 = 7;
+/// Kind, stream, topic flag, topic.
+const KIND_PURGE: u8 = 8;
+const PURGE_SIZE: usize = 1 + 4 + 1 + 4;
+/// Kind, partition key, the offset below which sealed segments go.
+const KIND_DELETE_SEGMENTS: u8 = 9;
+const DELETE_SEGMENTS_SIZE: usize = 1 + 12 + 8;
 /// Kind, client id, user id, bind secret, token flag, token.
 const REGISTER_SIZE: usize = 1 + 16 + 4 + 32 + 1 + 32;
 /// Kind, partition key, owner kind and id; then a store's offset and direction.
@@ -287,6 +307,24 @@ impl ReplicatedOp {
                 bytes
             }
             Self::DeleteOffset { key, owner } => offset_prefix(KIND_DELETE_OFFSET, *key, *owner),
+            Self::Purge {
+                stream_id,
+                topic_id,
+            } => {
+                let mut bytes = Vec::with_capacity(PURGE_SIZE);
+                bytes.push(KIND_PURGE);
+                bytes.extend_from_slice(&stream_id.to_le_bytes());
+                bytes.push(u8::from(topic_id.is_some()));
+                bytes.extend_from_slice(&topic_id.unwrap_or(0).to_le_bytes());
+                bytes
+            }
+            Self::DeleteSegments { key, below } => {
+                let mut bytes = Vec::with_capacity(DELETE_SEGMENTS_SIZE);
+                bytes.push(KIND_DELETE_SEGMENTS);
+                push_key(&mut bytes, *key);
+                bytes.extend_from_slice(&below.to_le_bytes());
+                bytes
+            }
             Self::Register {
                 client_id,
                 user_id,
@@ -313,43 +351,7 @@ impl ReplicatedOp {
                 .map_err(|_undecodable| OpDecodeError("metadata op")),
             Some((&KIND_METADATA_FROM, rest)) => decode_metadata_from(rest),
             Some((&(KIND_APPEND | KIND_APPEND_FROM), _)) if bytes.len() > APPEND_FIXED => {
-                let mut reader = Fields(&bytes[1..]);
-                let key = PartitionKey {
-                    stream_id: reader.u32(),
-                    topic_id: reader.u32(),
-                    partition_id: reader.u32(),
-                };
-                let now_us = reader.u64();
-                let flag = reader.u8();
-                let section = Producer {
-                    producer_id: reader.u64(),
-                    epoch: reader.u16(),
-                    base_sequence: reader.u32(),
-                };
-                let count = reader.u32();
-                let producer = match flag {
-                    0 => None,
-                    1 => Some((section, count)),
-                    _ => return Err(OpDecodeError("producer flag")),
-                };
-                let (origin, batch_at) = if bytes[0] == KIND_APPEND_FROM {
-                    if bytes.len() <= APPEND_FIXED + ORIGIN_SIZE {
-                        return Err(OpDecodeError("append origin"));
-                    }
-                    let client = u128::from_le_bytes(reader.take());
-                    let request = u64::from_le_bytes(reader.take());
-                    let origin = Origin::of(client, request).ok_or(OpDecodeError("origin"))?;
-                    (Some(origin), APPEND_FIXED + ORIGIN_SIZE)
-                } else {
-                    (None, APPEND_FIXED)
-                };
-                Ok(Self::Append {
-                    key,
-                    now_us,
-                    producer,
-                    origin,
-                    batch: bytes[batch_at..].to_vec(),
-                })
+                decode_append(bytes)
             }
             Some((&KIND_STORE_OFFSET, _)) if bytes.len() == OFFSET_FIXED + 9 => {
                 let mut reader = Fields(&bytes[1..]);
@@ -372,6 +374,13 @@ impl ReplicatedOp {
                 Ok(Self::DeleteOffset { key, owner })
             }
             Some((&KIND_REGISTER, _)) if bytes.len() == REGISTER_SIZE => decode_register(bytes),
+            Some((&KIND_PURGE, _)) if bytes.len() == PURGE_SIZE => decode_purge(bytes),
+            Some((&KIND_DELETE_SEGMENTS, _)) if bytes.len() == DELETE_SEGMENTS_SIZE => {
+                let mut reader = Fields(&bytes[1..]);
+                let key = reader.partition_key();
+                let below = reader.u64();
+                Ok(Self::DeleteSegments { key, below })
+            }
             _ => Err(OpDecodeError("kind or length")),
         }
     }
@@ -391,9 +400,7 @@ fn encode_append(
     } else {
         KIND_APPEND
     });
-    bytes.extend_from_slice(&key.stream_id.to_le_bytes());
-    bytes.extend_from_slice(&key.topic_id.to_le_bytes());
-    bytes.extend_from_slice(&key.partition_id.to_le_bytes());
+    push_key(&mut bytes, key);
     bytes.extend_from_slice(&now_us.to_le_bytes());
     let (section, count) = producer.map_or(
         (
@@ -417,6 +424,59 @@ fn encode_append(
     }
     bytes.extend_from_slice(batch);
     bytes
+}
+
+/// A [`ReplicatedOp::Append`] of more than [`APPEND_FIXED`] bytes, with its origin when the
+/// kind is [`KIND_APPEND_FROM`].
+fn decode_append(bytes: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
+    let mut reader = Fields(&bytes[1..]);
+    let key = reader.partition_key();
+    let now_us = reader.u64();
+    let flag = reader.u8();
+    let section = Producer {
+        producer_id: reader.u64(),
+        epoch: reader.u16(),
+        base_sequence: reader.u32(),
+    };
+    let count = reader.u32();
+    let producer = match flag {
+        0 => None,
+        1 => Some((section, count)),
+        _ => return Err(OpDecodeError("producer flag")),
+    };
+    let (origin, batch_at) = if bytes[0] == KIND_APPEND_FROM {
+        if bytes.len() <= APPEND_FIXED + ORIGIN_SIZE {
+            return Err(OpDecodeError("append origin"));
+        }
+        let client = u128::from_le_bytes(reader.take());
+        let request = u64::from_le_bytes(reader.take());
+        let origin = Origin::of(client, request).ok_or(OpDecodeError("origin"))?;
+        (Some(origin), APPEND_FIXED + ORIGIN_SIZE)
+    } else {
+        (None, APPEND_FIXED)
+    };
+    Ok(ReplicatedOp::Append {
+        key,
+        now_us,
+        producer,
+        origin,
+        batch: bytes[batch_at..].to_vec(),
+    })
+}
+
+/// A [`ReplicatedOp::Purge`] of exactly [`PURGE_SIZE`] bytes.
+fn decode_purge(bytes: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
+    let mut reader = Fields(&bytes[1..]);
+    let stream_id = reader.u32();
+    let topic_id = match (reader.u8(), reader.u32()) {
+        (0, 0) => None,
+        (1, topic_id) => Some(topic_id),
+        _ => return Err(OpDecodeError("purge topic flag")),
+    };
+    Ok(ReplicatedOp::Purge {
+        stream_id,
+        topic_id,
+    })
 }
 
 /// A [`ReplicatedOp::Register`] of exactly [`REGISTER_SIZE`] bytes.
@@ -443,9 +503,7 @@ fn decode_register(bytes: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
 fn offset_prefix(kind: u8, key: PartitionKey, owner: OffsetOwner) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(OFFSET_FIXED + 9);
     bytes.push(kind);
-    bytes.extend_from_slice(&key.stream_id.to_le_bytes());
-    bytes.extend_from_slice(&key.topic_id.to_le_bytes());
-    bytes.extend_from_slice(&key.partition_id.to_le_bytes());
+    push_key(&mut bytes, key);
     let (kind, id) = match owner {
         OffsetOwner::Consumer(id) => (0u8, id),
         OffsetOwner::Group(id) => (1, id),
@@ -453,6 +511,13 @@ fn offset_prefix(kind: u8, key: PartitionKey, owner: OffsetOwner) -> Vec<u8> {
     bytes.push(kind);
     bytes.extend_from_slice(&id.to_le_bytes());
     bytes
+}
+
+/// A partition key's three ids, little-endian.
+fn push_key(bytes: &mut Vec<u8>, key: PartitionKey) {
+    bytes.extend_from_slice(&key.stream_id.to_le_bytes());
+    bytes.extend_from_slice(&key.topic_id.to_le_bytes());
+    bytes.extend_from_slice(&key.partition_id.to_le_bytes());
 }
 
 /// Little-endian fields read in order from a slice whose length the caller checked.
@@ -484,12 +549,16 @@ impl Fields<'_> {
         u64::from_le_bytes(self.take())
     }
 
-    fn offset_target(&mut self) -> Result<(PartitionKey, OffsetOwner), OpDecodeError> {
-        let key = PartitionKey {
+    fn partition_key(&mut self) -> PartitionKey {
+        PartitionKey {
             stream_id: self.u32(),
             topic_id: self.u32(),
             partition_id: self.u32(),
-        };
+        }
+    }
+
+    fn offset_target(&mut self) -> Result<(PartitionKey, OffsetOwner), OpDecodeError> {
+        let key = self.partition_key();
         let owner = match (self.u8(), self.u32()) {
             (0, id) => OffsetOwner::Consumer(id),
             (1, id) => OffsetOwner::Group(id),
@@ -525,6 +594,9 @@ pub enum Applied {
     Offset(bool, u64),
     /// The session a login registered.
     Session(u64),
+    /// A purge or a segment deletion done, and the op that did it (the committed-result
+    /// marker's).
+    Truncated(u64),
 }
 
 /// A replicated entry's body: whether it must be synced before it is acknowledged, then
@@ -611,10 +683,42 @@ mod tests {
                 bind_secret: [0; 32],
                 token: None,
             },
+            ReplicatedOp::Purge {
+                stream_id: 3,
+                topic_id: None,
+            },
+            ReplicatedOp::Purge {
+                stream_id: u32::MAX,
+                topic_id: Some(0),
+            },
+            ReplicatedOp::DeleteSegments {
+                key: PartitionKey {
+                    stream_id: 1,
+                    topic_id: 2,
+                    partition_id: 3,
+                },
+                below: u64::MAX - 1,
+            },
         ];
         for op in ops {
             assert_eq!(ReplicatedOp::decode(&op.encode()), Ok(op));
         }
+    }
+
+    /// A purge names a topic by a flag of 0 (none, and a zero topic) or 1: any other pair is
+    /// refused, so every decoded purge encodes back to its bytes.
+    #[test]
+    fn a_purge_with_a_stray_topic_flag_or_topic_is_refused() {
+        let mut bytes = ReplicatedOp::Purge {
+            stream_id: 1,
+            topic_id: None,
+        }
+        .encode();
+        bytes[5] = 2;
+        assert!(ReplicatedOp::decode(&bytes).is_err());
+        bytes[5] = 0;
+        bytes[6] = 1;
+        assert!(ReplicatedOp::decode(&bytes).is_err());
     }
 
     proptest! {

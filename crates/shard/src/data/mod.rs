@@ -509,6 +509,56 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             .map_err(|source| DataError::Partition { key, source })
     }
 
+    /// Where `DELETE_SEGMENTS` of `count` would cut the partition now: the offset after the
+    /// last of its oldest `count` sealed segments (`None`: no sealed segment would go), so a
+    /// cluster's primary can replicate the deletion as an offset
+    /// ([`crate::cluster::ReplicatedOp::DeleteSegments`]). `Ok(None)` too when the partition
+    /// is not open here; the apply then refuses it.
+    pub async fn segments_cut(
+        &self,
+        key: PartitionKey,
+        count: u32,
+    ) -> Result<Option<u64>, DataError> {
+        let Some(handle) = self.partition(key) else {
+            return Ok(None);
+        };
+        let segments =
+            (handle.segments().await).map_err(|source| DataError::Partition { key, source })?;
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        let sealed = segments.iter().filter(|segment| segment.sealed);
+        Ok(sealed.take(count).last().map(|segment| segment.next_offset))
+    }
+
+    /// Deletes every sealed segment of one partition that ends at or before `below` (a
+    /// replicated `DELETE_SEGMENTS`); the active segment stays. Returns how many went, or
+    /// `None` when the partition is not open.
+    pub async fn delete_segments_below(
+        &self,
+        key: PartitionKey,
+        below: u64,
+    ) -> Result<Option<usize>, DataError> {
+        let Some(handle) = self.partition(key) else {
+            return Ok(None);
+        };
+        let failed = |source| DataError::Partition { key, source };
+        let segments = handle.segments().await.map_err(failed)?;
+        let mut deleted = 0;
+        for segment in segments {
+            if segment.sealed && segment.next_offset <= below {
+                // Appends meanwhile only touch the active segment, so a sealed one found
+                // above is still there unless retention took it first.
+                if handle
+                    .delete_segment(segment.start_offset)
+                    .await
+                    .map_err(failed)?
+                {
+                    deleted += 1;
+                }
+            }
+        }
+        Ok(Some(deleted))
+    }
+
     /// The next round-robin pick for a topic.
     fn next_balanced(&self, stream_id: u32, topic_id: u32) -> u32 {
         let mut balanced = self.balanced.borrow_mut();

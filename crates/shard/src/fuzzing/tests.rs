@@ -246,6 +246,11 @@ fn replay_cluster_op() {
         key,
         owner: segment::offsets::OffsetOwner::Group(1),
     });
+    ops.push(ReplicatedOp::Purge {
+        stream_id: 1,
+        topic_id: Some(2),
+    });
+    ops.push(ReplicatedOp::DeleteSegments { key, below: 40 });
     let seeds = ops
         .iter()
         .map(|op| {

@@ -25,6 +25,11 @@ use crate::server::{Replication, Server};
 /// Turns cluster mode on for `server` as replica `replica_id`, with a driver stand-in that
 /// applies each submission as the next op; returns the status to publish views through.
 fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
+    replicate_into(server, replica_id, Rc::default())
+}
+
+/// [`replicate`], each op also kept in `log` with its number, as a backup would apply it.
+fn replicate_into(server: &Rc<Server>, replica_id: u8, log: OpLog) -> Arc<ClusterStatus> {
     let status = Arc::new(ClusterStatus::default());
     let (submissions_tx, submissions) = crossfire::mpsc::bounded_async(8);
     server.set_replication(Replication::new(
@@ -42,6 +47,7 @@ fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
                 submission.reply.send(Err(Refusal::Internal));
                 continue;
             };
+            log.borrow_mut().push((op, decoded.clone()));
             let outcome = applier.apply_replicated(op, decoded).await;
             submission.reply.send(outcome);
         }
@@ -49,6 +55,9 @@ fn replicate(server: &Rc<Server>, replica_id: u8) -> Arc<ClusterStatus> {
     .detach();
     status
 }
+
+/// The ops a driver stand-in committed, in order, with their numbers.
+type OpLog = Rc<std::cell::RefCell<Vec<(u64, ReplicatedOp)>>>;
 
 fn store_offset(offset: u64) -> StoreConsumerOffset {
     StoreConsumerOffset {
@@ -79,6 +88,11 @@ const FIRST_PARTITION: crate::data::PartitionKey = crate::data::PartitionKey {
     stream_id: 0,
     topic_id: 0,
     partition_id: 0,
+};
+
+const SECOND_PARTITION: crate::data::PartitionKey = crate::data::PartitionKey {
+    partition_id: 1,
+    ..FIRST_PARTITION
 };
 
 /// `stream/topic` with two partitions, created before cluster mode is on.
@@ -357,5 +371,142 @@ fn retried_group_changes_are_answered_with_their_first_outcome() {
             !matches!(retry.body, crate::outcome::Body::Refused(_)),
             "not \"not found\""
         );
+    });
+}
+
+/// `orders/events` as [`orders`] makes it, but with 1 MiB segments, so a few sends seal some.
+async fn orders_in_small_segments(server: &Server) {
+    root_user(server).await;
+    let mut root = connection(server, 0, Dialect::V0_12_2);
+    let stream = CreateStream {
+        name: name("orders"),
+        options: proto::primitives::OptionsBlock::default(),
+    };
+    call(server, &mut root, CommandCode::CreateStream, &stream)
+        .await
+        .unwrap();
+    let mut topic = create_topic("orders", "events", 2);
+    let size = proto::primitives::TlvEntry::uint64(1 << 20);
+    topic.options.set("segment_size", size);
+    call(server, &mut root, CommandCode::CreateTopic, &topic)
+        .await
+        .unwrap();
+}
+
+/// A batch of ten 100 KiB messages.
+fn large_batch() -> Vec<u8> {
+    let payload = vec![b'p'; 100 << 10];
+    let messages: Vec<proto::batch::OutgoingMessage<'_>> = (1..=10)
+        .map(|id| proto::batch::OutgoingMessage {
+            id,
+            origin_timestamp: 1_700_000_000_000_000,
+            payload: &payload,
+            user_headers: &[],
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    proto::batch::encode_batch(&messages, None, &mut bytes).unwrap();
+    bytes
+}
+
+/// Applies the ops of `log` after the first `applied` to `backup`, in order; returns how many
+/// it now holds.
+async fn follow(backup: &Server, log: &OpLog, applied: usize) -> usize {
+    let ops: Vec<(u64, ReplicatedOp)> = log.borrow()[applied..].to_vec();
+    for (number, op) in ops {
+        let _ = backup.apply_replicated(number, op).await;
+    }
+    log.borrow().len()
+}
+
+/// `DELETE_SEGMENTS` and a purge at the primary are replicated ops, answered with their op
+/// as the committed-result marker, and a backup applying the same ops in order ends with the
+/// same partitions. Before they were replicated, the primary alone truncated: a failover, or
+/// the primary's own restart (which replays its replica log), brought the messages back.
+#[test]
+fn segment_deletions_and_purges_are_replicated_and_apply_alike_on_a_backup() {
+    let (primary_fixture, backup_fixture) = (fixture(), fixture());
+    let (primary, backup) = (&primary_fixture.server, &backup_fixture.server);
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders_in_small_segments(primary).await;
+        orders_in_small_segments(backup).await;
+        let log = OpLog::default();
+        let status = replicate_into(primary, 0, Rc::clone(&log));
+        status.publish(0, 0, true, 0b110, true);
+        let replication = primary.replication().unwrap();
+        for key in [FIRST_PARTITION, SECOND_PARTITION] {
+            for _ in 0..8 {
+                let append = ReplicatedOp::Append {
+                    key,
+                    now_us: 1,
+                    producer: None,
+                    origin: None,
+                    batch: large_batch(),
+                };
+                let appended = replication.submit(&append, false).await;
+                assert!(
+                    matches!(appended, Ok(Applied::Appended(..))),
+                    "{appended:?}"
+                );
+            }
+        }
+        let mut applied = follow(backup, &log, 0).await;
+        let figures = |server: &Server, key| server.data.partition_stats(key).unwrap();
+        let before = figures(primary, FIRST_PARTITION);
+        assert!(before.segments_count >= 3, "{before:?}");
+        assert_eq!(figures(backup, FIRST_PARTITION), before);
+
+        let mut root = connection(primary, 0, Dialect::V0_12_2);
+        let delete = proto::commands::partitions::DeleteSegments {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            partition_id: 0,
+            segments_count: 2,
+        };
+        let reply = reply_to(primary, &mut root, CommandCode::DeleteSegments, &delete).await;
+        assert_eq!(reply.status_code(), 0);
+        let op = log.borrow().last().map(|(number, _)| *number).unwrap();
+        assert!(
+            matches!(
+                log.borrow().last(),
+                Some((_, ReplicatedOp::DeleteSegments { .. }))
+            ),
+            "the deletion is an op"
+        );
+        assert_eq!(reply.committed_op, op, "answered with its op's marker");
+        let after = figures(primary, FIRST_PARTITION);
+        assert_eq!(after.segments_count, before.segments_count - 2);
+        assert!(after.first_offset > 0, "{after:?}");
+        assert_eq!(after.next_offset, before.next_offset);
+        applied = follow(backup, &log, applied).await;
+        assert_eq!(
+            figures(backup, FIRST_PARTITION),
+            after,
+            "the backup deleted alike"
+        );
+
+        let mut legacy = connection(primary, 0, Dialect::V0_11_0);
+        let purge = proto::commands::legacy::PurgeTopic {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+        };
+        let purged = call(primary, &mut legacy, CommandCode::PurgeTopic, &purge).await;
+        assert_eq!(purged, Ok(None));
+        assert!(matches!(
+            log.borrow().last(),
+            Some((
+                _,
+                ReplicatedOp::Purge {
+                    topic_id: Some(0),
+                    ..
+                }
+            ))
+        ));
+        follow(backup, &log, applied).await;
+        for key in [FIRST_PARTITION, SECOND_PARTITION] {
+            let purged = figures(primary, key);
+            assert_eq!((purged.messages_count, purged.next_offset), (0, 0));
+            assert_eq!(figures(backup, key), purged, "the backup purged alike");
+        }
     });
 }

@@ -8,6 +8,7 @@
 use proto::commands::Empty;
 use proto::header::{Operation, RequestHeader};
 
+use crate::cluster::{Applied, ReplicatedOp};
 use crate::connection::Connection;
 use crate::data::{DataPlane, PartitionKey};
 use crate::metadata::responses::{PartitionFigures, PartitionStats};
@@ -132,6 +133,28 @@ impl Call {
             // The op applied, so what it created exists: a miss is a bug, or a retry of a
             // token create whose first attempt's secret went with the lost answer.
             None => self.reject(server, Refusal::Internal),
+        }
+    }
+}
+
+impl Call {
+    /// A purge or `DELETE_SEGMENTS` in cluster mode: replicated as `op`, synced by a quorum
+    /// before it counts (it destroys data), applied on every node in op order, and answered
+    /// with the committed-result marker of its op. A retry after a lost answer truncates
+    /// again, as a retried purge does on a single node.
+    pub(super) async fn truncate(
+        &self,
+        server: &Server,
+        replication: &crate::server::Replication,
+        op: &ReplicatedOp,
+    ) -> Outcome {
+        match replication.submit(op, true).await {
+            Ok(Applied::Truncated(number)) => {
+                let body = Body::Value(Box::new(Empty));
+                committed_reply(server, self.operation, body, number)
+            }
+            Ok(_) => self.reject(server, Refusal::Internal),
+            Err(refusal) => self.reject(server, refusal),
         }
     }
 }

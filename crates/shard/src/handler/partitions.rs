@@ -10,6 +10,7 @@ use proto::commands::partitions::DeleteSegments;
 use proto::header::RequestHeader;
 
 use super::commit::Call;
+use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::data::PartitionKey;
 use crate::metadata::permissions::{can_manage_topic, require};
@@ -68,6 +69,16 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
             Err(refusal) => return call.reject(server, refusal),
         }
     };
+    if let Some(replication) = server.replication() {
+        let below = match server.data.segments_cut(key, delete.segments_count).await {
+            Ok(Some(below)) => below,
+            // No sealed segment would go: nothing to replicate.
+            Ok(None) => return call.answer(server, Empty),
+            Err(error) => return call.reject(server, error.refusal()),
+        };
+        let op = ReplicatedOp::DeleteSegments { key, below };
+        return call.truncate(server, replication, &op).await;
+    }
     match server
         .data
         .delete_segments(key, delete.segments_count)

@@ -9,6 +9,7 @@ use proto::commands::legacy::PurgeStream;
 use proto::header::RequestHeader;
 
 use super::commit::{Call, DataFigures};
+use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_list_streams, can_manage_stream, can_read_stream, require};
 use crate::metadata::{MetadataOp, responses, validate};
@@ -94,6 +95,13 @@ async fn purge_stream(server: &Server, call: Call, purge: &PurgeStream) -> Outco
             Err(refusal) => return call.reject(server, refusal),
         }
     };
+    if let Some(replication) = server.replication() {
+        let op = ReplicatedOp::Purge {
+            stream_id,
+            topic_id: None,
+        };
+        return call.truncate(server, replication, &op).await;
+    }
     match server.data.purge(stream_id, None).await {
         Ok(()) => call.answer(server, Empty),
         Err(error) => {

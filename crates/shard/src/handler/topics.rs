@@ -10,6 +10,7 @@ use proto::commands::topics::Topics;
 use proto::header::RequestHeader;
 
 use super::commit::{Call, DataFigures};
+use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
 use crate::metadata::{MetadataOp, TopicSettings, responses, validate};
@@ -121,6 +122,13 @@ async fn purge_topic(server: &Server, call: Call, purge: &PurgeTopic) -> Outcome
             Err(refusal) => return call.reject(server, refusal),
         }
     };
+    if let Some(replication) = server.replication() {
+        let op = ReplicatedOp::Purge {
+            stream_id,
+            topic_id: Some(topic_id),
+        };
+        return call.truncate(server, replication, &op).await;
+    }
     match server.data.purge(stream_id, Some(topic_id)).await {
         Ok(()) => call.answer(server, Empty),
         Err(error) => {

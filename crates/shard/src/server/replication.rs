@@ -197,20 +197,24 @@ impl Server {
                 offset,
                 forward_only,
             } => {
-                let handle = self
-                    .data
-                    .partition(key)
-                    .ok_or(Refusal::Missing(Missing::Partition))?;
-                let behind = handle
-                    .stored_offset(owner)
-                    .is_some_and(|stored| stored >= offset);
-                if forward_only && behind {
-                    return Ok(Applied::Offset(true, number));
+                self.apply_store_offset(number, (key, owner), offset, forward_only)
+                    .await
+            }
+            ReplicatedOp::Purge {
+                stream_id,
+                topic_id,
+            } => {
+                let purged = self.data.purge(stream_id, topic_id).await;
+                purged
+                    .map(|()| Applied::Truncated(number))
+                    .map_err(|error| error.refusal())
+            }
+            ReplicatedOp::DeleteSegments { key, below } => {
+                match self.data.delete_segments_below(key, below).await {
+                    Ok(Some(_)) => Ok(Applied::Truncated(number)),
+                    Ok(None) => Err(Refusal::Missing(Missing::Partition)),
+                    Err(error) => Err(error.refusal()),
                 }
-                let stored = handle.store_offset(owner, offset).await;
-                stored
-                    .map(|()| Applied::Offset(true, number))
-                    .map_err(|source| DataError::Partition { key, source }.refusal())
             }
             ReplicatedOp::DeleteOffset { key, owner } => {
                 let handle = self
@@ -223,6 +227,31 @@ impl Server {
                     .map_err(|source| DataError::Partition { key, source }.refusal())
             }
         }
+    }
+
+    /// A committed offset store; a forward-only one (a group's auto-commit) that would move
+    /// the offset back changes nothing.
+    async fn apply_store_offset(
+        &self,
+        number: u64,
+        (key, owner): (crate::data::PartitionKey, segment::offsets::OffsetOwner),
+        offset: u64,
+        forward_only: bool,
+    ) -> Result<Applied, Refusal> {
+        let handle = self
+            .data
+            .partition(key)
+            .ok_or(Refusal::Missing(Missing::Partition))?;
+        let behind = handle
+            .stored_offset(owner)
+            .is_some_and(|stored| stored >= offset);
+        if forward_only && behind {
+            return Ok(Applied::Offset(true, number));
+        }
+        let stored = handle.store_offset(owner, offset).await;
+        stored
+            .map(|()| Applied::Offset(true, number))
+            .map_err(|source| DataError::Partition { key, source }.refusal())
     }
 
     /// A login's session, numbered by its op so every node gives it the same number.
