@@ -225,8 +225,9 @@ pub enum ReplicatedOp {
         topic_id: Option<u32>,
     },
     /// `DELETE_SEGMENTS` as the primary resolved it: every sealed segment of the partition
-    /// that ends at or before `below` goes. An offset rather than a count, so each node
-    /// deletes the same messages whatever its own segments (retention runs on each node).
+    /// that ends at or before `below` goes. An offset rather than a count: a node whose
+    /// retention already took some of the oldest segments still deletes no message at or
+    /// after the cut.
     DeleteSegments {
         key: PartitionKey,
         below: u64,
