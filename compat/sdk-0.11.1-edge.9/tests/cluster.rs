@@ -601,3 +601,73 @@ fn deleted_segments_stay_deleted_through_a_failover_and_a_restart() {
     cluster.nodes[0].start_again();
     partition_logs_converge(&cluster);
 }
+
+/// Sends `batches` batches of ten 1 KB messages to partition 0 through `client`.
+async fn send_batches(client: &IggyClient, first: u64, batches: u64) {
+    let (stream, topic) = (
+        Identifier::named(STREAM).unwrap(),
+        Identifier::named(TOPIC).unwrap(),
+    );
+    let filler = "x".repeat(1000);
+    for batch in 0..batches {
+        let start = first + batch * 10;
+        let mut messages: Vec<IggyMessage> = (start..start + 10)
+            .map(|index| IggyMessage::from(format!("{}-{filler}", payload(index))))
+            .collect();
+        client
+            .send_messages(
+                &stream,
+                &topic,
+                &Partitioning::partition_id(0),
+                &mut messages,
+            )
+            .await
+            .expect("send ten messages");
+    }
+}
+
+/// A byte flipped in the middle of a stopped backup's replica log, as bit rot would: at its
+/// restart the node finds intact records after the damaged one, so it does not take the
+/// log for a crash's torn tail (cutting it there and voting as if it still held the entries
+/// it had acknowledged); it recovers its log from the other two, and ends with the same
+/// partition logs as they.
+#[test]
+fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
+    let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
+    let addresses = cluster.tcp_addresses();
+    run(async {
+        let client = connect(&addresses[1]).await;
+        assert_eq!(wait_for_leader(&client).await, 0);
+        client
+            .create_stream(STREAM, &StreamCreateOptions::default())
+            .await
+            .expect("create the stream");
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            ..TopicCreateOptions::default()
+        };
+        client
+            .create_topic(&Identifier::named(STREAM).unwrap(), TOPIC, &options)
+            .await
+            .expect("create the topic");
+        send_batches(&client, 0, 20).await;
+    });
+    partition_logs_converge(&cluster);
+    cluster.nodes[2].kill();
+    let log = cluster.nodes[2].data_path().join("cluster").join("log.vsr");
+    let mut bytes = std::fs::read(&log).expect("node 2's replica log");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&log, &bytes).expect("flip a byte");
+    cluster.nodes[2].start_again();
+    assert!(
+        cluster.nodes[2].log_shows_within("is damaged at op", Duration::from_secs(10)),
+        "node 2 does not report its damaged log\n{}",
+        cluster.nodes[2].log_tail()
+    );
+    run(async {
+        let client = connect(&addresses[0]).await;
+        send_batches(&client, 200, 10).await;
+    });
+    partition_logs_converge(&cluster);
+}

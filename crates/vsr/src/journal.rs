@@ -6,7 +6,10 @@
 //! it (`wire`: op, view, client, request, parent, checksum, body length, body). Records follow
 //! each other with no padding, ops 1, 2, 3 … in order. [`scan`] keeps the longest prefix of
 //! intact, consecutive records: a torn or flipped tail (a crash mid-append) is cut off there,
-//! and the replica state machine keeps only a hash chain of it anyway.
+//! and the replica state machine keeps only a hash chain of it anyway. A record that is not
+//! intact with an intact record of a later op after it is damage, not a tail: the caller
+//! finds such records with [`declared_record_size`] and [`record_at`] (the binary then
+//! rebuilds the log from the other replicas rather than cut it).
 //!
 //! The superblock is 64 bytes: magic `VSRS`, version (u32, 1), cluster (u128), replica (u8),
 //! recovering (u8), 2 reserved bytes, view (u32), log view (u32), 20 reserved bytes, then the
@@ -20,17 +23,39 @@ use xxhash_rust::xxh3::xxh3_128;
 use crate::wire::{put_entry, read_entry};
 use crate::{Entry, Op, ReplicaId, View};
 
-const RECORD_MAGIC: [u8; 4] = *b"VSRL";
+/// The first bytes of every log record.
+pub const RECORD_MAGIC: [u8; 4] = *b"VSRL";
 const SUPERBLOCK_MAGIC: [u8; 4] = *b"VSRS";
 const SUPERBLOCK_VERSION: u32 = 1;
 /// Bytes in a superblock.
 pub const SUPERBLOCK_SIZE: usize = 64;
 const SUPERBLOCK_SUMMED: usize = SUPERBLOCK_SIZE - 16;
 
+/// Bytes of a record before its body: the magic, op, view, client, request, parent,
+/// checksum and body length.
+pub const RECORD_FIXED: usize = 4 + 8 + 4 + 16 + 8 + 16 + 16 + 4;
+
 /// Bytes the record of `entry` takes: the magic, the entry's fixed fields, its body.
 pub fn record_size(entry: &Entry) -> u64 {
-    let fixed = RECORD_MAGIC.len() + 8 + 4 + 16 + 8 + 16 + 16 + 4;
-    u64::try_from(fixed + entry.body.len()).unwrap_or(u64::MAX)
+    u64::try_from(RECORD_FIXED + entry.body.len()).unwrap_or(u64::MAX)
+}
+
+/// The size the record starting at `bytes[0]` declares (its fixed part and body length):
+/// what to read before [`record_at`] can tell whether it is intact. `None` without the magic
+/// and the whole fixed part there.
+pub fn declared_record_size(bytes: &[u8]) -> Option<u64> {
+    if !bytes.starts_with(&RECORD_MAGIC) {
+        return None;
+    }
+    let length: [u8; 4] = bytes.get(RECORD_FIXED - 4..RECORD_FIXED)?.try_into().ok()?;
+    let body = u64::from(u32::from_le_bytes(length));
+    Some(body + RECORD_FIXED as u64)
+}
+
+/// The entry of the intact record at the start of `bytes`, if one starts there.
+pub fn record_at(bytes: &[u8]) -> Option<Entry> {
+    let (entry, _) = read_entry(bytes.strip_prefix(&RECORD_MAGIC)?)?;
+    entry.is_intact().then_some(entry)
 }
 
 /// Appends the record of `entry` to `out`.

@@ -76,6 +76,38 @@ fn a_flipped_byte_ends_the_log_before_its_record() {
     }
 }
 
+/// Each record's start declares its whole size and reads back as its entry; a flipped byte
+/// anywhere in a record makes it not intact (or not a record), and a start cut short of the
+/// fixed part declares nothing.
+#[test]
+fn a_record_declares_its_size_and_reads_back_only_when_intact() {
+    use crate::journal::{RECORD_FIXED, declared_record_size, record_at};
+    let entries = log(4);
+    let (bytes, ends) = bytes_of(&entries);
+    let mut start = 0;
+    for (entry, end) in entries.iter().zip(&ends) {
+        let record = &bytes[start..*end];
+        assert_eq!(
+            declared_record_size(&bytes[start..]),
+            Some(record.len() as u64)
+        );
+        assert_eq!(record_at(record).as_ref(), Some(entry));
+        assert_eq!(declared_record_size(&record[..RECORD_FIXED - 1]), None);
+        assert_eq!(
+            record_at(&record[..record.len() - 1]),
+            None,
+            "short by a byte"
+        );
+        for at in 0..record.len() {
+            let mut flipped = record.to_vec();
+            flipped[at] ^= 0x04;
+            assert_eq!(record_at(&flipped), None, "flip at {at}");
+        }
+        start = *end;
+    }
+    assert_eq!(declared_record_size(&bytes[1..]), None, "no magic");
+}
+
 #[test]
 fn records_out_of_order_end_the_log() {
     let entries = log(3);

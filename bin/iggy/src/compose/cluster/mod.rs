@@ -6,7 +6,9 @@
 //! At start the log is the whole truth: the rest of the data directory (metadata journal,
 //! partitions) is rebuilt from it, so a node restarted after any crash replays the committed
 //! ops into an empty state and ends where the cluster is. (Checkpoints, which would bound
-//! the log and the replay, are not built yet; see features.md.)
+//! the log and the replay, are not built yet; see features.md.) A log damaged inside, not
+//! merely torn at its end, is not trusted: the node recovers it from the others
+//! ([`recover_from_damage`]).
 //!
 //! A node whose `cluster/` directory is missing formats a new replica — right for a new
 //! cluster, wrong for a node that lost its disk: that one is started with `--recover`, so it
@@ -198,7 +200,7 @@ async fn open_replica(
         path: directory.clone(),
         source,
     };
-    let superblock = wal::superblock(&directory).map_err(log_error)?;
+    let mut superblock = wal::superblock(&directory).map_err(log_error)?;
     if let Some(superblock) = &superblock
         && (superblock.cluster != cluster || superblock.replica != id)
     {
@@ -206,6 +208,14 @@ async fn open_replica(
             path: directory,
             found: superblock.replica,
         });
+    }
+    let record_max = u64::try_from(start.frame_size_max.saturating_add(OP_OVERHEAD))
+        .unwrap_or(u64::MAX)
+        .saturating_add(vsr::journal::RECORD_FIXED as u64);
+    if let Some(damage) = wal::find_damage(&directory, record_max).map_err(log_error)? {
+        superblock = Some(recover_from_damage(
+            &directory, superblock, cluster, id, damage,
+        )?);
     }
     let config = replica_config(start.settings);
     let mut out = Outbox::new();
@@ -247,6 +257,43 @@ async fn open_replica(
     };
     let wal = reader.finish().await.map_err(log_error)?;
     Ok((replica, wal, out))
+}
+
+/// A log damaged inside (bytes flipped or lost before an intact later record): entries this
+/// replica acknowledged may be gone, and a replica that votes without them can lose a
+/// committed op in a view change. So it becomes a recovering replica, as one whose disk was
+/// lost: the superblock is marked first (a crash from here on recovers again), then the log
+/// is emptied and rebuilt from the others, and the node votes only once it has caught up.
+fn recover_from_damage(
+    directory: &Path,
+    superblock: Option<vsr::journal::Superblock>,
+    cluster: u128,
+    id: u8,
+    damage: wal::Damage,
+) -> Result<vsr::journal::Superblock, ClusterError> {
+    let log_error = |source| ClusterError::Log {
+        path: directory.to_owned(),
+        source,
+    };
+    log::error!(
+        "cluster: replica {id}'s log is damaged at op {} (byte {}) with intact records after \
+         it; it recovers its log from the other replicas",
+        damage.op,
+        damage.offset
+    );
+    let marked = vsr::journal::Superblock {
+        recovering: true,
+        ..superblock.unwrap_or(vsr::journal::Superblock {
+            cluster,
+            replica: id,
+            view: 0,
+            log_view: 0,
+            recovering: true,
+        })
+    };
+    wal::persist_superblock(directory, &marked).map_err(log_error)?;
+    wal::discard_log(directory).map_err(log_error)?;
+    Ok(marked)
 }
 
 /// Binds the replica port, accepts the peers' connections (their frames decoded into the

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use compio::BufResult;
 use compio::fs::File;
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
-use vsr::journal::{Superblock, encode_record, record_size, scan_from};
+use vsr::journal::{
+    RECORD_FIXED, RECORD_MAGIC, Superblock, declared_record_size, encode_record, record_at,
+    record_size, scan_from,
+};
 use vsr::{Entry, Op};
 
 const LOG_FILE: &str = "log.vsr";
@@ -53,6 +56,107 @@ pub(crate) fn persist_superblock(directory: &Path, superblock: &Superblock) -> i
     }
     std::fs::rename(&new, directory.join(SUPERBLOCK_FILE))?;
     std::fs::File::open(directory)?.sync_all()
+}
+
+/// Where a log's intact records stop short of an intact record of a later op: bytes flipped
+/// or lost inside the log, not a crash's torn tail. Entries this replica acknowledged may be
+/// gone, so it must not take part in decisions as if it still held them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Damage {
+    /// The first op whose record is not intact.
+    pub(crate) op: Op,
+    /// Where its record starts in the log.
+    pub(crate) offset: u64,
+}
+
+/// Reads the log of `directory` once and tells damage from a torn tail: `Some` when the
+/// intact records stop where an intact record of a later op still follows, `None` when they
+/// run to the end or to bytes no later record follows (the tail a crash tore, cut at start).
+/// A record declaring more than `record_max` bytes is not one. Memory: a read chunk and one
+/// record. A flipped byte in the last record cannot be told from a torn tail this way.
+pub(crate) fn find_damage(directory: &Path, record_max: u64) -> io::Result<Option<Damage>> {
+    use std::os::unix::fs::FileExt;
+    let mut file = match std::fs::File::open(directory.join(LOG_FILE)) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let length = file.metadata()?.len();
+    let (mut pending, mut start, mut next_op) = (Vec::new(), 0u64, 1u64);
+    loop {
+        let filled = pending.len();
+        pending.resize(filled + READ_CHUNK, 0);
+        let read = file.read(&mut pending[filled..])?;
+        pending.truncate(filled + read);
+        let (entries, used) = scan_from(&pending, next_op);
+        next_op += entries.len() as u64;
+        start += used as u64;
+        pending.drain(..used);
+        // Reading on only helps a record that is still arriving whole and may be one.
+        let arriving = declared_record_size(&pending).is_some_and(|size| {
+            size <= record_max
+                && size > pending.len() as u64
+                && size <= length.saturating_sub(start)
+        });
+        if read == 0 || !(pending.len() < RECORD_FIXED || arriving) {
+            break;
+        }
+    }
+    if pending.is_empty() {
+        return Ok(None);
+    }
+    drop(pending);
+    // The records stop at `start`: look for an intact record of a later op after it.
+    let mut window = vec![0u8; READ_CHUNK];
+    let mut at = start + 1;
+    while at < length {
+        let read = file.read_at(&mut window, at)?;
+        if read == 0 {
+            break;
+        }
+        for index in memchr_magic(&window[..read]) {
+            let candidate = at + index as u64;
+            let mut fixed = [0u8; RECORD_FIXED];
+            if file.read_exact_at(&mut fixed, candidate).is_err() {
+                continue;
+            }
+            let Some(size) = declared_record_size(&fixed)
+                .filter(|size| *size <= record_max && *size <= length.saturating_sub(candidate))
+            else {
+                continue;
+            };
+            let mut record = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
+            file.read_exact_at(&mut record, candidate)?;
+            if record_at(&record).is_some_and(|entry| entry.op >= next_op) {
+                return Ok(Some(Damage {
+                    op: next_op,
+                    offset: start,
+                }));
+            }
+        }
+        // The next window overlaps this one by the magic's length less one, so a magic
+        // across the boundary is found.
+        at += (read as u64).saturating_sub(3).max(1);
+    }
+    Ok(None)
+}
+
+/// The positions in `bytes` where a record's magic starts.
+fn memchr_magic(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, window)| *window == RECORD_MAGIC)
+        .map(|(index, _)| index)
+}
+
+/// Empties the log of `directory` (synced): a damaged log is rebuilt from the other replicas.
+pub(crate) fn discard_log(directory: &Path) -> io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(directory.join(LOG_FILE))?;
+    file.set_len(0)?;
+    file.sync_all()
 }
 
 /// The log of a directory read back at start, a chunk at a time: its intact records in op
@@ -231,7 +335,77 @@ mod tests {
     use vsr::journal::encode_record;
     use vsr::{Entry, ROOT_CHECKSUM};
 
-    use super::{LOG_FILE, LogReader, READ_CHUNK};
+    use super::{Damage, LOG_FILE, LogReader, READ_CHUNK, find_damage};
+
+    /// Ops 1… with bodies of `sizes`, and each record's end in the log.
+    fn records(sizes: &[usize]) -> (Vec<Entry>, Vec<u8>, Vec<usize>) {
+        let mut entries: Vec<Entry> = Vec::new();
+        let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+        for (index, size) in sizes.iter().enumerate() {
+            let op = u64::try_from(index).unwrap() + 1;
+            let parent = entries.last().map_or(ROOT_CHECKSUM, |entry| entry.checksum);
+            let body: Arc<[u8]> = vec![u8::try_from(index % 200).unwrap(); *size].into();
+            let entry = Entry::new(op, 0, 1, op, parent, body);
+            encode_record(&entry, &mut bytes);
+            ends.push(bytes.len());
+            entries.push(entry);
+        }
+        (entries, bytes, ends)
+    }
+
+    /// A flipped byte (or a flipped body length) in any record but the last, with intact
+    /// records after it, is damage at that record's op; a log that is whole, torn in its
+    /// last record or followed by garbage is not, nor is a flip in the last record, which a
+    /// torn append looks like.
+    #[test]
+    fn damage_inside_the_log_is_told_from_a_torn_tail() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join(LOG_FILE);
+        let (_, bytes, ends) = records(&[100, READ_CHUNK + 5000, 3000, 40]);
+        let damage_of = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            find_damage(directory.path(), 64 << 20).unwrap()
+        };
+        assert_eq!(damage_of(&bytes), None, "whole");
+        assert_eq!(
+            damage_of(&bytes[..ends[3] - 7]),
+            None,
+            "torn in its last record"
+        );
+        let mut garbage = bytes.clone();
+        garbage.extend_from_slice(b"VSRL and then the crash");
+        assert_eq!(damage_of(&garbage), None, "garbage after the last record");
+        for (record, at) in [
+            (0, 30),
+            (0, 150),
+            (1, ends[0] + 80),
+            (1, ends[0] + 5000),
+            (2, ends[1] + 100),
+        ] {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x20;
+            let offset = if record == 0 { 0 } else { ends[record - 1] };
+            let expected = Damage {
+                op: u64::try_from(record).unwrap() + 1,
+                offset: u64::try_from(offset).unwrap(),
+            };
+            assert_eq!(damage_of(&flipped), Some(expected), "flip at {at}");
+        }
+        // Record 2's body length (the four bytes before its body) made huge.
+        let mut lengthened = bytes.clone();
+        let length_at = ends[0] + vsr::journal::RECORD_FIXED - 1;
+        lengthened[length_at] = 0x7f;
+        assert_eq!(
+            damage_of(&lengthened),
+            Some(Damage {
+                op: 2,
+                offset: u64::try_from(ends[0]).unwrap()
+            })
+        );
+        let mut last = bytes.clone();
+        last[ends[2] + 10] ^= 0x20;
+        assert_eq!(damage_of(&last), None, "a flip in the last record");
+    }
 
     /// Three records, one larger than a read chunk (so records span chunks), then a torn
     /// tail: all three come back in order, the tail is cut, and reads find each op.
