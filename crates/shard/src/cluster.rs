@@ -219,10 +219,12 @@ pub enum ReplicatedOp {
         owner: OffsetOwner,
     },
     /// Every message, stored offset and producer of a stream's partitions, or of one
-    /// topic's (`PURGE_STREAM`, `PURGE_TOPIC`).
+    /// topic's (`PURGE_STREAM`, `PURGE_TOPIC`), with the SDK identity of the request, by which
+    /// a retry is answered rather than applied again (`crate::retries`).
     Purge {
         stream_id: u32,
         topic_id: Option<u32>,
+        origin: Option<Origin>,
     },
     /// `DELETE_SEGMENTS` as the primary resolved it: every sealed segment of the partition
     /// that ends at or before `below` goes. An offset rather than a count: a node whose
@@ -231,6 +233,7 @@ pub enum ReplicatedOp {
     DeleteSegments {
         key: PartitionKey,
         below: u64,
+        origin: Option<Origin>,
     },
     /// A login: the session of `client_id` on every node, numbered by the op that
     /// registered it (so `BIND_SESSION` works on any node).
@@ -255,12 +258,14 @@ const ORIGIN_SIZE: usize = 16 + 8;
 /// A metadata change with its origin: the kind, the origin's client (16 bytes) and request
 /// (8), then the op as [`KIND_METADATA`] holds it.
 const KIND_METADATA_FROM: u8 = 7;
-/// Kind, stream, topic flag, topic.
+/// Kind, stream, topic flag, topic, then the origin (flag, client, request).
 const KIND_PURGE: u8 = 8;
-const PURGE_SIZE: usize = 1 + 4 + 1 + 4;
-/// Kind, partition key, the offset below which sealed segments go.
+const PURGE_SIZE: usize = 1 + 4 + 1 + 4 + OPTIONAL_ORIGIN_SIZE;
+/// Kind, partition key, the offset below which sealed segments go, then the origin.
 const KIND_DELETE_SEGMENTS: u8 = 9;
-const DELETE_SEGMENTS_SIZE: usize = 1 + 12 + 8;
+const DELETE_SEGMENTS_SIZE: usize = 1 + 12 + 8 + OPTIONAL_ORIGIN_SIZE;
+/// An origin that may be absent: a flag, then the client and request (zeros when absent).
+const OPTIONAL_ORIGIN_SIZE: usize = 1 + ORIGIN_SIZE;
 /// Kind, client id, user id, bind secret, token flag, token.
 const REGISTER_SIZE: usize = 1 + 16 + 4 + 32 + 1 + 32;
 /// Kind, partition key, owner kind and id; then a store's offset and direction.
@@ -311,19 +316,22 @@ impl ReplicatedOp {
             Self::Purge {
                 stream_id,
                 topic_id,
+                origin,
             } => {
                 let mut bytes = Vec::with_capacity(PURGE_SIZE);
                 bytes.push(KIND_PURGE);
                 bytes.extend_from_slice(&stream_id.to_le_bytes());
                 bytes.push(u8::from(topic_id.is_some()));
                 bytes.extend_from_slice(&topic_id.unwrap_or(0).to_le_bytes());
+                push_optional_origin(&mut bytes, *origin);
                 bytes
             }
-            Self::DeleteSegments { key, below } => {
+            Self::DeleteSegments { key, below, origin } => {
                 let mut bytes = Vec::with_capacity(DELETE_SEGMENTS_SIZE);
                 bytes.push(KIND_DELETE_SEGMENTS);
                 push_key(&mut bytes, *key);
                 bytes.extend_from_slice(&below.to_le_bytes());
+                push_optional_origin(&mut bytes, *origin);
                 bytes
             }
             Self::Register {
@@ -331,16 +339,7 @@ impl ReplicatedOp {
                 user_id,
                 bind_secret,
                 token,
-            } => {
-                let mut bytes = Vec::with_capacity(REGISTER_SIZE);
-                bytes.push(KIND_REGISTER);
-                bytes.extend_from_slice(&client_id.to_le_bytes());
-                bytes.extend_from_slice(&user_id.to_le_bytes());
-                bytes.extend_from_slice(bind_secret);
-                bytes.push(u8::from(token.is_some()));
-                bytes.extend_from_slice(&token.unwrap_or([0; 32]));
-                bytes
-            }
+            } => encode_register(*client_id, *user_id, bind_secret, *token),
         }
     }
 
@@ -380,7 +379,8 @@ impl ReplicatedOp {
                 let mut reader = Fields(&bytes[1..]);
                 let key = reader.partition_key();
                 let below = reader.u64();
-                Ok(Self::DeleteSegments { key, below })
+                let origin = reader.optional_origin()?;
+                Ok(Self::DeleteSegments { key, below, origin })
             }
             _ => Err(OpDecodeError("kind or length")),
         }
@@ -474,10 +474,29 @@ fn decode_purge(bytes: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
         (1, topic_id) => Some(topic_id),
         _ => return Err(OpDecodeError("purge topic flag")),
     };
+    let origin = reader.optional_origin()?;
     Ok(ReplicatedOp::Purge {
         stream_id,
         topic_id,
+        origin,
     })
+}
+
+/// The bytes of a [`ReplicatedOp::Register`].
+fn encode_register(
+    client_id: u128,
+    user_id: u32,
+    bind_secret: &[u8; 32],
+    token: Option<[u8; 32]>,
+) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(REGISTER_SIZE);
+    bytes.push(KIND_REGISTER);
+    bytes.extend_from_slice(&client_id.to_le_bytes());
+    bytes.extend_from_slice(&user_id.to_le_bytes());
+    bytes.extend_from_slice(bind_secret);
+    bytes.push(u8::from(token.is_some()));
+    bytes.extend_from_slice(&token.unwrap_or([0; 32]));
+    bytes
 }
 
 /// A [`ReplicatedOp::Register`] of exactly [`REGISTER_SIZE`] bytes.
@@ -514,6 +533,14 @@ fn offset_prefix(kind: u8, key: PartitionKey, owner: OffsetOwner) -> Vec<u8> {
     bytes
 }
 
+/// An origin that may be absent: a flag, then its client and request (zeros when absent).
+fn push_optional_origin(bytes: &mut Vec<u8>, origin: Option<Origin>) {
+    bytes.push(u8::from(origin.is_some()));
+    let (client, request) = origin.map_or((0, 0), |origin| (origin.client, origin.request));
+    bytes.extend_from_slice(&client.to_le_bytes());
+    bytes.extend_from_slice(&request.to_le_bytes());
+}
+
 /// A partition key's three ids, little-endian.
 fn push_key(bytes: &mut Vec<u8>, key: PartitionKey) {
     bytes.extend_from_slice(&key.stream_id.to_le_bytes());
@@ -548,6 +575,18 @@ impl Fields<'_> {
 
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take())
+    }
+
+    /// An origin that may be absent: flag 0 and zeros, or flag 1 and a valid origin.
+    fn optional_origin(&mut self) -> Result<Option<Origin>, OpDecodeError> {
+        let flag = self.u8();
+        let client = u128::from_le_bytes(self.take());
+        let request = u64::from_le_bytes(self.take());
+        match (flag, Origin::of(client, request)) {
+            (0, None) if client == 0 && request == 0 => Ok(None),
+            (1, Some(origin)) => Ok(Some(origin)),
+            _ => Err(OpDecodeError("origin flag")),
+        }
     }
 
     fn partition_key(&mut self) -> PartitionKey {
@@ -687,10 +726,12 @@ mod tests {
             ReplicatedOp::Purge {
                 stream_id: 3,
                 topic_id: None,
+                origin: None,
             },
             ReplicatedOp::Purge {
                 stream_id: u32::MAX,
                 topic_id: Some(0),
+                origin: crate::retries::Origin::of(9, 1),
             },
             ReplicatedOp::DeleteSegments {
                 key: PartitionKey {
@@ -699,6 +740,7 @@ mod tests {
                     partition_id: 3,
                 },
                 below: u64::MAX - 1,
+                origin: crate::retries::Origin::of(u128::MAX, u64::MAX),
             },
         ];
         for op in ops {
@@ -706,20 +748,34 @@ mod tests {
         }
     }
 
-    /// A purge names a topic by a flag of 0 (none, and a zero topic) or 1: any other pair is
-    /// refused, so every decoded purge encodes back to its bytes.
+    /// A purge names a topic, and an origin, by a flag of 0 (none, and zeros) or 1: any other
+    /// pair is refused, so every decoded purge encodes back to its bytes.
     #[test]
     fn a_purge_with_a_stray_topic_flag_or_topic_is_refused() {
         let mut bytes = ReplicatedOp::Purge {
             stream_id: 1,
             topic_id: None,
+            origin: None,
         }
         .encode();
+        assert!(ReplicatedOp::decode(&bytes).is_ok());
         bytes[5] = 2;
         assert!(ReplicatedOp::decode(&bytes).is_err());
         bytes[5] = 0;
         bytes[6] = 1;
         assert!(ReplicatedOp::decode(&bytes).is_err());
+        bytes[6] = 0;
+        bytes[10] = 1;
+        assert!(
+            ReplicatedOp::decode(&bytes).is_err(),
+            "an origin flag with no origin"
+        );
+        bytes[10] = 0;
+        bytes[11] = 1;
+        assert!(
+            ReplicatedOp::decode(&bytes).is_err(),
+            "no origin flag, a client"
+        );
     }
 
     proptest! {

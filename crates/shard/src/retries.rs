@@ -52,6 +52,9 @@ pub enum Outcome {
     Sent(SendConfirmations),
     /// A metadata change: the op as it was applied.
     Changed(MetadataOp),
+    /// A purge or a segment deletion (kept with the metadata changes: it is decided in op
+    /// order alike on every node, whatever its local result).
+    Truncated,
 }
 
 /// One remembered request: its request number, the op that applied it, and what it did.

@@ -249,8 +249,13 @@ fn replay_cluster_op() {
     ops.push(ReplicatedOp::Purge {
         stream_id: 1,
         topic_id: Some(2),
+        origin: None,
     });
-    ops.push(ReplicatedOp::DeleteSegments { key, below: 40 });
+    ops.push(ReplicatedOp::DeleteSegments {
+        key,
+        below: 40,
+        origin: crate::retries::Origin::of(0xfeed, 4),
+    });
     let seeds = ops
         .iter()
         .map(|op| {

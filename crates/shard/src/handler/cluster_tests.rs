@@ -510,3 +510,63 @@ fn segment_deletions_and_purges_are_replicated_and_apply_alike_on_a_backup() {
         }
     });
 }
+
+/// `DELETE_SEGMENTS` retried after a lost answer (the same client and request number) is
+/// answered with the first attempt's op and deletes nothing more, also when the retry's copy
+/// reaches the log beside the first; another request number deletes again.
+#[test]
+fn a_retried_segment_deletion_deletes_once() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders_in_small_segments(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let replication = server.replication().unwrap();
+        for _ in 0..10 {
+            let append = ReplicatedOp::Append {
+                key: FIRST_PARTITION,
+                now_us: 1,
+                producer: None,
+                origin: None,
+                batch: large_batch(),
+            };
+            assert!(replication.submit(&append, false).await.is_ok());
+        }
+        let segments = || {
+            server
+                .data
+                .partition_stats(FIRST_PARTITION)
+                .unwrap()
+                .segments_count
+        };
+        let before = segments();
+        assert!(before >= 4, "{before} segments");
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let delete = proto::commands::partitions::DeleteSegments {
+            stream_id: id("orders"),
+            topic_id: id("events"),
+            partition_id: 0,
+            segments_count: 1,
+        };
+        let code = CommandCode::DeleteSegments;
+        let first = numbered_reply_to(server, &mut root, code, &delete, 21).await;
+        let retry = numbered_reply_to(server, &mut root, code, &delete, 21).await;
+        assert_eq!((first.status_code(), retry.status_code()), (0, 0));
+        assert_eq!(retry.committed_op, first.committed_op);
+        assert_eq!(segments(), before - 1, "the retry deleted nothing");
+        // A copy of the retry that reached the log beside the first applies as nothing.
+        let copy = ReplicatedOp::DeleteSegments {
+            key: FIRST_PARTITION,
+            below: u64::MAX,
+            origin: crate::retries::Origin::of(super::metadata_tests::CLIENT, 21),
+        };
+        let applied = replication.submit(&copy, true).await;
+        assert_eq!(applied, Ok(Applied::Truncated(first.committed_op)));
+        assert_eq!(segments(), before - 1);
+        let next = numbered_reply_to(server, &mut root, code, &delete, 22).await;
+        assert_eq!(next.status_code(), 0);
+        assert!(next.committed_op > first.committed_op);
+        assert_eq!(segments(), before - 2, "a new request deletes again");
+    });
+}

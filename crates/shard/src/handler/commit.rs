@@ -140,15 +140,20 @@ impl Call {
 impl Call {
     /// A purge or `DELETE_SEGMENTS` in cluster mode: replicated as `op`, synced by a quorum
     /// before it counts (it destroys data), applied on every node in op order, and answered
-    /// with the committed-result marker of its op. A retry after a lost answer truncates
-    /// again, as a retried purge does on a single node.
+    /// with the committed-result marker of its op. A retry after a lost answer (the same SDK
+    /// client and request number) is answered with the first attempt's op and truncates
+    /// nothing more: a second `DELETE_SEGMENTS` of a count would delete as many again.
     pub(super) async fn truncate(
         &self,
         server: &Server,
         replication: &crate::server::Replication,
         op: &ReplicatedOp,
     ) -> Outcome {
-        match replication.submit(op, true).await {
+        let applied = match server.truncated_by(self.origin) {
+            Some(first) => Ok(Applied::Truncated(first)),
+            None => replication.submit(op, true).await,
+        };
+        match applied {
             Ok(Applied::Truncated(number)) => {
                 let body = Body::Value(Box::new(Empty));
                 committed_reply(server, self.operation, body, number)

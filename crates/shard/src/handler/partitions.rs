@@ -76,7 +76,11 @@ async fn delete_segments(server: &Server, call: Call, delete: &DeleteSegments) -
             Ok(None) => return call.answer(server, Empty),
             Err(error) => return call.reject(server, error.refusal()),
         };
-        let op = ReplicatedOp::DeleteSegments { key, below };
+        let op = ReplicatedOp::DeleteSegments {
+            key,
+            below,
+            origin: call.origin,
+        };
         return call.truncate(server, replication, &op).await;
     }
     match server

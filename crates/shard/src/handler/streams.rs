@@ -99,6 +99,7 @@ async fn purge_stream(server: &Server, call: Call, purge: &PurgeStream) -> Outco
         let op = ReplicatedOp::Purge {
             stream_id,
             topic_id: None,
+            origin: call.origin,
         };
         return call.truncate(server, replication, &op).await;
     }

@@ -126,6 +126,7 @@ async fn purge_topic(server: &Server, call: Call, purge: &PurgeTopic) -> Outcome
         let op = ReplicatedOp::Purge {
             stream_id,
             topic_id: Some(topic_id),
+            origin: call.origin,
         };
         return call.truncate(server, replication, &op).await;
     }

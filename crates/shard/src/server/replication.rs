@@ -115,7 +115,7 @@ impl Server {
         let origin = origin.filter(|_| self.replication().is_some())?;
         match self.changes.borrow().get(origin)? {
             (Outcome::Changed(op), commit) => Some((op.clone(), commit)),
-            (Outcome::Sent(_), _) => None,
+            (Outcome::Sent(_) | Outcome::Truncated, _) => None,
         }
     }
 
@@ -203,13 +203,20 @@ impl Server {
             ReplicatedOp::Purge {
                 stream_id,
                 topic_id,
+                origin,
             } => {
+                if let Some(first) = self.record_truncation(number, origin) {
+                    return Ok(Applied::Truncated(first));
+                }
                 let purged = self.data.purge(stream_id, topic_id).await;
                 purged
                     .map(|()| Applied::Truncated(number))
                     .map_err(|error| error.refusal())
             }
-            ReplicatedOp::DeleteSegments { key, below } => {
+            ReplicatedOp::DeleteSegments { key, below, origin } => {
+                if let Some(first) = self.record_truncation(number, origin) {
+                    return Ok(Applied::Truncated(first));
+                }
                 match self.data.delete_segments_below(key, below).await {
                     Ok(Some(_)) => Ok(Applied::Truncated(number)),
                     Ok(None) => Err(Refusal::Missing(Missing::Partition)),
@@ -227,6 +234,30 @@ impl Server {
                     .map_err(|source| DataError::Partition { key, source }.refusal())
             }
         }
+    }
+
+    /// In cluster mode, the op that applied the purge or segment deletion the request
+    /// `origin` asked for, if one did (the request is its retry).
+    pub(crate) fn truncated_by(&self, origin: Option<Origin>) -> Option<u64> {
+        let origin = origin.filter(|_| self.replication().is_some())?;
+        match self.changes.borrow().get(origin)? {
+            (Outcome::Truncated, op) => Some(op),
+            (Outcome::Sent(_) | Outcome::Changed(_), _) => None,
+        }
+    }
+
+    /// Notes the truncation committed as op `number` for `origin`, unless that origin's
+    /// truncation was applied before: then that op, and this one applies as nothing (a retry
+    /// after a lost answer must not delete again: a count of segments would go twice).
+    fn record_truncation(&self, number: u64, origin: Option<Origin>) -> Option<u64> {
+        let origin = origin?;
+        if let Some(first) = self.truncated_by(Some(origin)) {
+            return Some(first);
+        }
+        self.changes
+            .borrow_mut()
+            .record(origin, number, Outcome::Truncated);
+        None
     }
 
     /// A committed offset store; a forward-only one (a group's auto-commit) that would move
