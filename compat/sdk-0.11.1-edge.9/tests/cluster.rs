@@ -161,25 +161,28 @@ fn a_cluster_on_replica_tls_fails_over() {
     failover_reads_everything_back(&mut cluster, 2);
 }
 
+/// A client through `address` once view 0's primary (node 0) leads, with the stream and a
+/// topic of `options` created.
+async fn connected_with_topic(address: &str, options: &TopicCreateOptions) -> IggyClient {
+    let client = connect(address).await;
+    assert_eq!(wait_for_leader(&client).await, 0);
+    client
+        .create_stream(STREAM, &StreamCreateOptions::default())
+        .await
+        .expect("create the stream");
+    client
+        .create_topic(&Identifier::named(STREAM).unwrap(), TOPIC, options)
+        .await
+        .expect("create the topic");
+    client
+}
+
 /// Sends `batches` batches of 50 messages of 10 KB through a backup's session, kills node 0
 /// (view 0's primary), then requires a send within 30 s and every message read back.
 fn failover_reads_everything_back(cluster: &mut Cluster, batches: u64) {
     let addresses = cluster.tcp_addresses();
     run(async {
-        let client = connect(&addresses[1]).await;
-        assert_eq!(wait_for_leader(&client).await, 0);
-        client
-            .create_stream(STREAM, &StreamCreateOptions::default())
-            .await
-            .expect("create the stream");
-        client
-            .create_topic(
-                &Identifier::named(STREAM).unwrap(),
-                TOPIC,
-                &TopicCreateOptions::default(),
-            )
-            .await
-            .expect("create the topic");
+        let client = connected_with_topic(&addresses[1], &TopicCreateOptions::default()).await;
         let (stream, topic) = (
             Identifier::named(STREAM).unwrap(),
             Identifier::named(TOPIC).unwrap(),
@@ -544,40 +547,17 @@ fn deleted_segments_stay_deleted_through_a_failover_and_a_restart() {
     let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
     let addresses = cluster.tcp_addresses();
     run(async {
-        let client = connect(&addresses[1]).await;
-        assert_eq!(wait_for_leader(&client).await, 0);
-        let (stream, topic) = (
-            Identifier::named(STREAM).unwrap(),
-            Identifier::named(TOPIC).unwrap(),
-        );
-        client
-            .create_stream(STREAM, &StreamCreateOptions::default())
-            .await
-            .expect("create the stream");
         let options = TopicCreateOptions {
             partitions_count: Some(1),
             segment_size: Some(IggyByteSize::from(1024 * 1024)),
             ..TopicCreateOptions::default()
         };
-        client
-            .create_topic(&stream, TOPIC, &options)
-            .await
-            .expect("a topic of 1 MiB segments");
-        let filler = "x".repeat(64 * 1024);
-        for batch in 0..8u64 {
-            let mut messages: Vec<IggyMessage> = (batch * 10..batch * 10 + 10)
-                .map(|index| IggyMessage::from(format!("{}-{filler}", payload(index))))
-                .collect();
-            client
-                .send_messages(
-                    &stream,
-                    &topic,
-                    &Partitioning::partition_id(0),
-                    &mut messages,
-                )
-                .await
-                .expect("send 640 KiB");
-        }
+        let client = connected_with_topic(&addresses[1], &options).await;
+        let (stream, topic) = (
+            Identifier::named(STREAM).unwrap(),
+            Identifier::named(TOPIC).unwrap(),
+        );
+        send_batches(&client, 0, 8, 64 * 1024).await;
         let segments = |details: Option<TopicDetails>| {
             details.expect("the topic").partitions[0].segments_count
         };
@@ -602,13 +582,14 @@ fn deleted_segments_stay_deleted_through_a_failover_and_a_restart() {
     partition_logs_converge(&cluster);
 }
 
-/// Sends `batches` batches of ten 1 KB messages to partition 0 through `client`.
-async fn send_batches(client: &IggyClient, first: u64, batches: u64) {
+/// Sends `batches` batches of ten messages of about `size` bytes to partition 0 through
+/// `client`, numbered from `first`.
+async fn send_batches(client: &IggyClient, first: u64, batches: u64, size: usize) {
     let (stream, topic) = (
         Identifier::named(STREAM).unwrap(),
         Identifier::named(TOPIC).unwrap(),
     );
-    let filler = "x".repeat(1000);
+    let filler = "x".repeat(size);
     for batch in 0..batches {
         let start = first + batch * 10;
         let mut messages: Vec<IggyMessage> = (start..start + 10)
@@ -622,7 +603,7 @@ async fn send_batches(client: &IggyClient, first: u64, batches: u64) {
                 &mut messages,
             )
             .await
-            .expect("send ten messages");
+            .expect("send a batch");
     }
 }
 
@@ -636,21 +617,12 @@ fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
     let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
     let addresses = cluster.tcp_addresses();
     run(async {
-        let client = connect(&addresses[1]).await;
-        assert_eq!(wait_for_leader(&client).await, 0);
-        client
-            .create_stream(STREAM, &StreamCreateOptions::default())
-            .await
-            .expect("create the stream");
         let options = TopicCreateOptions {
             partitions_count: Some(1),
             ..TopicCreateOptions::default()
         };
-        client
-            .create_topic(&Identifier::named(STREAM).unwrap(), TOPIC, &options)
-            .await
-            .expect("create the topic");
-        send_batches(&client, 0, 20).await;
+        let client = connected_with_topic(&addresses[1], &options).await;
+        send_batches(&client, 0, 20, 1000).await;
     });
     partition_logs_converge(&cluster);
     cluster.nodes[2].kill();
@@ -667,7 +639,7 @@ fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
     );
     run(async {
         let client = connect(&addresses[0]).await;
-        send_batches(&client, 200, 10).await;
+        send_batches(&client, 200, 10, 1000).await;
     });
     partition_logs_converge(&cluster);
 }

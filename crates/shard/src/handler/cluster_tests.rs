@@ -97,6 +97,11 @@ const SECOND_PARTITION: crate::data::PartitionKey = crate::data::PartitionKey {
 
 /// `stream/topic` with two partitions, created before cluster mode is on.
 async fn orders(server: &Server) {
+    orders_with_segments(server, None).await;
+}
+
+/// [`orders`], its segments of `segment_size` bytes when given.
+async fn orders_with_segments(server: &Server, segment_size: Option<u64>) {
     root_user(server).await;
     let mut root = connection(server, 0, Dialect::V0_12_2);
     let stream = CreateStream {
@@ -106,7 +111,11 @@ async fn orders(server: &Server) {
     call(server, &mut root, CommandCode::CreateStream, &stream)
         .await
         .unwrap();
-    let topic = create_topic("orders", "events", 2);
+    let mut topic = create_topic("orders", "events", 2);
+    if let Some(size) = segment_size {
+        let size = proto::primitives::TlvEntry::uint64(size);
+        topic.options.set("segment_size", size);
+    }
     call(server, &mut root, CommandCode::CreateTopic, &topic)
         .await
         .unwrap();
@@ -376,21 +385,7 @@ fn retried_group_changes_are_answered_with_their_first_outcome() {
 
 /// `orders/events` as [`orders`] makes it, but with 1 MiB segments, so a few sends seal some.
 async fn orders_in_small_segments(server: &Server) {
-    root_user(server).await;
-    let mut root = connection(server, 0, Dialect::V0_12_2);
-    let stream = CreateStream {
-        name: name("orders"),
-        options: proto::primitives::OptionsBlock::default(),
-    };
-    call(server, &mut root, CommandCode::CreateStream, &stream)
-        .await
-        .unwrap();
-    let mut topic = create_topic("orders", "events", 2);
-    let size = proto::primitives::TlvEntry::uint64(1 << 20);
-    topic.options.set("segment_size", size);
-    call(server, &mut root, CommandCode::CreateTopic, &topic)
-        .await
-        .unwrap();
+    orders_with_segments(server, Some(1 << 20)).await;
 }
 
 /// A batch of ten 100 KiB messages.
@@ -407,6 +402,24 @@ fn large_batch() -> Vec<u8> {
     let mut bytes = Vec::new();
     proto::batch::encode_batch(&messages, None, &mut bytes).unwrap();
     bytes
+}
+
+/// Replicates `count` appends of [`large_batch`] to `key`.
+async fn append_large(replication: &Replication, key: crate::data::PartitionKey, count: usize) {
+    for _ in 0..count {
+        let append = ReplicatedOp::Append {
+            key,
+            now_us: 1,
+            producer: None,
+            origin: None,
+            batch: large_batch(),
+        };
+        let appended = replication.submit(&append, false).await;
+        assert!(
+            matches!(appended, Ok(Applied::Appended(..))),
+            "{appended:?}"
+        );
+    }
 }
 
 /// Applies the ops of `log` after the first `applied` to `backup`, in order; returns how many
@@ -435,20 +448,7 @@ fn segment_deletions_and_purges_are_replicated_and_apply_alike_on_a_backup() {
         status.publish(0, 0, true, 0b110, true);
         let replication = primary.replication().unwrap();
         for key in [FIRST_PARTITION, SECOND_PARTITION] {
-            for _ in 0..8 {
-                let append = ReplicatedOp::Append {
-                    key,
-                    now_us: 1,
-                    producer: None,
-                    origin: None,
-                    batch: large_batch(),
-                };
-                let appended = replication.submit(&append, false).await;
-                assert!(
-                    matches!(appended, Ok(Applied::Appended(..))),
-                    "{appended:?}"
-                );
-            }
+            append_large(replication, key, 8).await;
         }
         let mut applied = follow(backup, &log, 0).await;
         let figures = |server: &Server, key| server.data.partition_stats(key).unwrap();
@@ -523,16 +523,7 @@ fn a_retried_segment_deletion_deletes_once() {
         let status = replicate(server, 0);
         status.publish(0, 0, true, 0b110, true);
         let replication = server.replication().unwrap();
-        for _ in 0..10 {
-            let append = ReplicatedOp::Append {
-                key: FIRST_PARTITION,
-                now_us: 1,
-                producer: None,
-                origin: None,
-                batch: large_batch(),
-            };
-            assert!(replication.submit(&append, false).await.is_ok());
-        }
+        append_large(replication, FIRST_PARTITION, 10).await;
         let segments = || {
             server
                 .data
