@@ -505,3 +505,45 @@ pub(crate) fn batch(count: usize, producer: Option<Producer>) -> Vec<u8> {
     encode_batch(&messages, producer, &mut bytes).unwrap();
     bytes
 }
+
+/// Streams made one after another, one topic and partition each, split evenly over the
+/// shards (iggy-bench's eight streams: four on each of two), and one topic's partitions go
+/// round the shards from its own start, so each shard gets its share of them too.
+#[test]
+fn consecutive_streams_and_a_topics_partitions_spread_evenly_over_the_shards() {
+    for count in 1..=4usize {
+        let place = |index| ShardPlace {
+            index,
+            count,
+            sequencer: 0,
+        };
+        let mut per_shard = vec![0usize; count];
+        for stream_id in 0..8u32 {
+            let key = PartitionKey {
+                stream_id,
+                topic_id: 0,
+                partition_id: 0,
+            };
+            let owner = place(0).owner(key);
+            assert!(place(owner).owns(key));
+            per_shard[owner] += 1;
+        }
+        let (least, most) = (per_shard.iter().min(), per_shard.iter().max());
+        assert!(
+            most.unwrap() - least.unwrap() <= 1,
+            "{count} shards: {per_shard:?}"
+        );
+        for stream_id in 0..3u32 {
+            let mut partitions = vec![0usize; count];
+            for partition_id in 0..24u32 {
+                let key = PartitionKey {
+                    stream_id,
+                    topic_id: 5,
+                    partition_id,
+                };
+                partitions[place(0).owner(key)] += 1;
+            }
+            assert!(partitions.iter().all(|owned| *owned == 24 / count));
+        }
+    }
+}
