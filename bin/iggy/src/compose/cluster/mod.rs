@@ -77,6 +77,21 @@ pub(crate) struct ClusterStart<'a> {
     pub(crate) root: RootSeed,
 }
 
+/// The least size a log record may declare and still be read as one at start, whatever the
+/// frame limit is now.
+const RECORD_BOUND_FLOOR: u64 = 256 << 20;
+
+/// The largest log record read as one at start: an op of the largest client frame, but at
+/// least [`RECORD_BOUND_FLOOR`]. A record this node wrote under a larger frame limit than
+/// today's is still one; the bound only keeps a flipped length field from reading a whole
+/// log into memory.
+fn record_bound(client_frame_size_max: usize) -> u64 {
+    u64::try_from(client_frame_size_max.saturating_add(OP_OVERHEAD))
+        .unwrap_or(u64::MAX)
+        .saturating_add(vsr::journal::RECORD_FIXED as u64)
+        .max(RECORD_BOUND_FLOOR)
+}
+
 /// Room in a replicated op's body beyond the client request it carries.
 const OP_OVERHEAD: usize = 64 << 10;
 
@@ -209,9 +224,7 @@ async fn open_replica(
             found: superblock.replica,
         });
     }
-    let record_max = u64::try_from(start.frame_size_max.saturating_add(OP_OVERHEAD))
-        .unwrap_or(u64::MAX)
-        .saturating_add(vsr::journal::RECORD_FIXED as u64);
+    let record_max = record_bound(start.frame_size_max);
     if let Some(damage) = wal::find_damage(&directory, record_max).map_err(log_error)? {
         superblock = Some(recover_from_damage(
             &directory, superblock, cluster, id, damage,
