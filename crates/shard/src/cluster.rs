@@ -300,7 +300,14 @@ impl ReplicatedOp {
                 producer,
                 origin,
                 batch,
-            } => encode_append(*key, *now_us, *producer, *origin, batch),
+            } => AppendRef {
+                key: *key,
+                now_us: *now_us,
+                producer: *producer,
+                origin: *origin,
+                batch,
+            }
+            .op_bytes(),
             Self::StoreOffset {
                 key,
                 owner,
@@ -387,21 +394,51 @@ impl ReplicatedOp {
     }
 }
 
-/// The bytes of a [`ReplicatedOp::Append`] ([`KIND_APPEND_FROM`] when it has an origin).
-fn encode_append(
-    key: PartitionKey,
-    now_us: u64,
-    producer: Option<(Producer, u32)>,
-    origin: Option<Origin>,
-    batch: &[u8],
-) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(APPEND_FIXED + ORIGIN_SIZE + batch.len());
+/// An append as [`ReplicatedOp::Append`] holds it, its batch borrowed: what a send submits
+/// (`Replication::submit_append`), encoded straight into the entry body without a copy of
+/// the batch of its own.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendRef<'a> {
+    pub key: PartitionKey,
+    pub now_us: u64,
+    pub producer: Option<(Producer, u32)>,
+    pub origin: Option<Origin>,
+    pub batch: &'a [u8],
+}
+
+impl AppendRef<'_> {
+    /// The bytes of the op alone.
+    fn op_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(APPEND_FIXED + ORIGIN_SIZE + self.batch.len());
+        encode_append(*self, &mut bytes);
+        bytes
+    }
+
+    /// The entry body of this append: the sync flag, then the op's bytes, in one allocation.
+    pub fn entry_body(&self, sync: bool) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(1 + APPEND_FIXED + ORIGIN_SIZE + self.batch.len());
+        bytes.push(u8::from(sync));
+        encode_append(*self, &mut bytes);
+        bytes
+    }
+}
+
+/// Appends the bytes of a [`ReplicatedOp::Append`] ([`KIND_APPEND_FROM`] when it has an
+/// origin) to `bytes`.
+fn encode_append(append: AppendRef<'_>, bytes: &mut Vec<u8>) {
+    let AppendRef {
+        key,
+        now_us,
+        producer,
+        origin,
+        batch,
+    } = append;
     bytes.push(if origin.is_some() {
         KIND_APPEND_FROM
     } else {
         KIND_APPEND
     });
-    push_key(&mut bytes, key);
+    push_key(bytes, key);
     bytes.extend_from_slice(&now_us.to_le_bytes());
     let (section, count) = producer.map_or(
         (
@@ -424,7 +461,6 @@ fn encode_append(
         bytes.extend_from_slice(&origin.request.to_le_bytes());
     }
     bytes.extend_from_slice(batch);
-    bytes
 }
 
 /// A [`ReplicatedOp::Append`] of more than [`APPEND_FIXED`] bytes, with its origin when the
@@ -745,6 +781,35 @@ mod tests {
         ];
         for op in ops {
             assert_eq!(ReplicatedOp::decode(&op.encode()), Ok(op));
+        }
+    }
+
+    /// An append encoded from its borrowed batch is the entry body of the op that owns it.
+    #[test]
+    fn a_borrowed_append_encodes_as_its_op() {
+        let batch = vec![3u8; 500];
+        let append = super::AppendRef {
+            key: PartitionKey {
+                stream_id: 4,
+                topic_id: 5,
+                partition_id: 6,
+            },
+            now_us: 77,
+            producer: None,
+            origin: crate::retries::Origin::of(8, 9),
+            batch: &batch,
+        };
+        let op = ReplicatedOp::Append {
+            key: append.key,
+            now_us: append.now_us,
+            producer: append.producer,
+            origin: append.origin,
+            batch: batch.clone(),
+        };
+        for sync in [false, true] {
+            let mut expected = vec![u8::from(sync)];
+            expected.extend_from_slice(&op.encode());
+            assert_eq!(append.entry_body(sync), expected);
         }
     }
 

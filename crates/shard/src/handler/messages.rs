@@ -308,14 +308,14 @@ async fn append_replicated(
             .and_then(|stream| stream.topics.get(&plan.key.topic_id));
         topic.is_some_and(|topic| topic.settings.durability == segment::log::Durability::Persisted)
     };
-    let op = crate::cluster::ReplicatedOp::Append {
+    let append = crate::cluster::AppendRef {
         key: plan.key,
         now_us: server.now_us(),
         producer: plan.producer,
         origin,
-        batch: batch.to_vec(),
+        batch,
     };
-    match replication.submit(&op, persisted).await {
+    match replication.submit_append(append, persisted).await {
         Ok(crate::cluster::Applied::Appended(confirmations, op)) => {
             Outcome::value(operation, confirmations, commit).committed(op)
         }

@@ -89,12 +89,29 @@ impl Replication {
     /// was not committed in time (`57`: it may still commit). A backup forwards the op to
     /// the primary.
     pub async fn submit(&self, op: &ReplicatedOp, sync: bool) -> Result<Applied, Refusal> {
+        let mut body = vec![u8::from(sync)];
+        body.extend_from_slice(&op.encode());
+        self.submit_body(body, sync).await
+    }
+
+    /// [`Replication::submit`] for a send, its batch encoded straight from the request.
+    pub async fn submit_append(
+        &self,
+        append: crate::cluster::AppendRef<'_>,
+        sync: bool,
+    ) -> Result<Applied, Refusal> {
+        if !self.status.is_normal() {
+            return Err(Refusal::NotAccepted);
+        }
+        self.submit_body(append.entry_body(sync), sync).await
+    }
+
+    /// Submits an entry body ([`crate::cluster::entry_body`]).
+    async fn submit_body(&self, body: Vec<u8>, sync: bool) -> Result<Applied, Refusal> {
         if !self.status.is_normal() {
             return Err(Refusal::NotAccepted);
         }
         let (reply, outcome) = crossfire::oneshot::oneshot();
-        let mut body = vec![u8::from(sync)];
-        body.extend_from_slice(&op.encode());
         let submission = Submission { body, sync, reply };
         if self.submissions.try_send(submission).is_err() {
             return Err(Refusal::NotAccepted);
