@@ -64,7 +64,7 @@ impl Entry {
             )
     }
 
-    fn compute(
+    pub(crate) fn compute(
         op: Op,
         view: View,
         client: u128,

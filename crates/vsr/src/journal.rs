@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::wire::{put_entry, read_entry};
+use crate::wire::{EntryRef, put_entry, read_entry_ref};
 use crate::{Entry, Op, ReplicaId, View};
 
 /// The first bytes of every log record.
@@ -52,10 +52,10 @@ pub fn declared_record_size(bytes: &[u8]) -> Option<u64> {
     Some(body + RECORD_FIXED as u64)
 }
 
-/// The entry of the intact record at the start of `bytes`, if one starts there.
-pub fn record_at(bytes: &[u8]) -> Option<Entry> {
-    let (entry, _) = read_entry(bytes.strip_prefix(&RECORD_MAGIC)?)?;
-    entry.is_intact().then_some(entry)
+/// The op of the intact record at the start of `bytes`, if one starts there.
+pub fn record_at(bytes: &[u8]) -> Option<Op> {
+    let (entry, _) = read_entry_ref(bytes.strip_prefix(&RECORD_MAGIC)?)?;
+    entry.is_intact().then_some(entry.op)
 }
 
 /// Appends the record of `entry` to `out`.
@@ -73,23 +73,37 @@ pub fn scan(bytes: &[u8]) -> (Vec<Entry>, usize) {
 /// As [`scan`], for bytes that start at the record of op `first` (a range read back).
 pub fn scan_from(bytes: &[u8], first: Op) -> (Vec<Entry>, usize) {
     let mut entries: Vec<Entry> = Vec::new();
+    let used = walk_intact(bytes, first, |entry| entries.push(entry.to_entry()));
+    (entries, used)
+}
+
+/// How many intact, consecutive records from op `first` start `bytes`, and the bytes they
+/// take: [`scan_from`] without copying a body (a check of a log read back, not a replay).
+pub fn intact_prefix(bytes: &[u8], first: Op) -> (u64, usize) {
+    let mut count = 0u64;
+    let used = walk_intact(bytes, first, |_| count += 1);
+    (count, used)
+}
+
+/// Calls `each` on the intact, consecutive records from op `first` at the start of `bytes`;
+/// returns the bytes they take.
+fn walk_intact(bytes: &[u8], first: Op, mut each: impl FnMut(&EntryRef<'_>)) -> usize {
     let mut used = 0;
+    let mut expected_op = first;
     let mut rest = bytes;
     while let Some(after_magic) = rest.strip_prefix(&RECORD_MAGIC) {
-        let Some((entry, after)) = read_entry(after_magic) else {
+        let Some((entry, after)) = read_entry_ref(after_magic) else {
             break;
         };
-        let expected_op = u64::try_from(entries.len())
-            .unwrap_or(u64::MAX)
-            .saturating_add(first);
         if entry.op != expected_op || !entry.is_intact() {
             break;
         }
         used += rest.len() - after.len();
-        entries.push(entry);
+        each(&entry);
+        expected_op = expected_op.saturating_add(1);
         rest = after;
     }
-    (entries, used)
+    used
 }
 
 /// What the superblock holds.

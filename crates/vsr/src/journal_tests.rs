@@ -91,7 +91,7 @@ fn a_record_declares_its_size_and_reads_back_only_when_intact() {
             declared_record_size(&bytes[start..]),
             Some(record.len() as u64)
         );
-        assert_eq!(record_at(record).as_ref(), Some(entry));
+        assert_eq!(record_at(record), Some(entry.op));
         assert_eq!(declared_record_size(&record[..RECORD_FIXED - 1]), None);
         assert_eq!(
             record_at(&record[..record.len() - 1]),

@@ -332,7 +332,45 @@ fn split<const N: usize>(bytes: &[u8]) -> Option<([u8; N], &[u8])> {
     Some((head.try_into().ok()?, rest))
 }
 
-pub(crate) fn read_entry(bytes: &[u8]) -> Option<(Entry, &[u8])> {
+/// An entry's fields with its body still in the bytes it was read from.
+pub(crate) struct EntryRef<'a> {
+    pub(crate) op: u64,
+    pub(crate) view: u32,
+    pub(crate) client: u128,
+    pub(crate) request: u64,
+    pub(crate) parent: u128,
+    pub(crate) checksum: u128,
+    pub(crate) body: &'a [u8],
+}
+
+impl EntryRef<'_> {
+    /// Whether the stored checksum matches the fields ([`Entry::is_intact`], no copy).
+    pub(crate) fn is_intact(&self) -> bool {
+        self.checksum
+            == Entry::compute(
+                self.op,
+                self.view,
+                self.client,
+                self.request,
+                self.parent,
+                self.body,
+            )
+    }
+
+    pub(crate) fn to_entry(&self) -> Entry {
+        Entry {
+            op: self.op,
+            view: self.view,
+            client: self.client,
+            request: self.request,
+            parent: self.parent,
+            checksum: self.checksum,
+            body: Arc::from(self.body),
+        }
+    }
+}
+
+pub(crate) fn read_entry_ref(bytes: &[u8]) -> Option<(EntryRef<'_>, &[u8])> {
     let (op, bytes) = split::<8>(bytes)?;
     let (view, bytes) = split::<4>(bytes)?;
     let (client, bytes) = split::<16>(bytes)?;
@@ -341,17 +379,22 @@ pub(crate) fn read_entry(bytes: &[u8]) -> Option<(Entry, &[u8])> {
     let (checksum, bytes) = split::<16>(bytes)?;
     let (length, bytes) = split::<4>(bytes)?;
     let length = usize::try_from(u32::from_le_bytes(length)).ok()?;
-    let (payload, rest) = bytes.split_at_checked(length)?;
-    let entry = Entry {
+    let (body, rest) = bytes.split_at_checked(length)?;
+    let entry = EntryRef {
         op: u64::from_le_bytes(op),
         view: u32::from_le_bytes(view),
         client: u128::from_le_bytes(client),
         request: u64::from_le_bytes(request),
         parent: u128::from_le_bytes(parent),
         checksum: u128::from_le_bytes(checksum),
-        body: Arc::from(payload),
+        body,
     };
     Some((entry, rest))
+}
+
+pub(crate) fn read_entry(bytes: &[u8]) -> Option<(Entry, &[u8])> {
+    let (entry, rest) = read_entry_ref(bytes)?;
+    Some((entry.to_entry(), rest))
 }
 
 /// The message in `frame` (exactly one frame), and the cluster it names.

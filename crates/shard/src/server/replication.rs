@@ -100,9 +100,6 @@ impl Replication {
         append: crate::cluster::AppendRef<'_>,
         sync: bool,
     ) -> Result<Applied, Refusal> {
-        if !self.status.is_normal() {
-            return Err(Refusal::NotAccepted);
-        }
         self.submit_body(append.entry_body(sync), sync).await
     }
 

@@ -14,8 +14,8 @@ use compio::BufResult;
 use compio::fs::File;
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
 use vsr::journal::{
-    RECORD_FIXED, RECORD_MAGIC, Superblock, declared_record_size, encode_record, record_at,
-    record_size, scan_from,
+    RECORD_FIXED, RECORD_MAGIC, Superblock, declared_record_size, encode_record, intact_prefix,
+    record_at, record_size, scan_from,
 };
 use vsr::{Entry, Op};
 
@@ -88,8 +88,8 @@ pub(crate) fn find_damage(directory: &Path, record_max: u64) -> io::Result<Optio
         pending.resize(filled + READ_CHUNK, 0);
         let read = file.read(&mut pending[filled..])?;
         pending.truncate(filled + read);
-        let (entries, used) = scan_from(&pending, next_op);
-        next_op += entries.len() as u64;
+        let (count, used) = intact_prefix(&pending, next_op);
+        next_op += count;
         start += used as u64;
         pending.drain(..used);
         // Reading on only helps a record that is still arriving whole and may be one.
@@ -127,7 +127,7 @@ pub(crate) fn find_damage(directory: &Path, record_max: u64) -> io::Result<Optio
             };
             let mut record = vec![0u8; usize::try_from(size).unwrap_or(usize::MAX)];
             file.read_exact_at(&mut record, candidate)?;
-            if record_at(&record).is_some_and(|entry| entry.op >= next_op) {
+            if record_at(&record).is_some_and(|op| op >= next_op) {
                 return Ok(Some(Damage {
                     op: next_op,
                     offset: start,
