@@ -211,3 +211,45 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A write of at most `INLINE_WRITE_MAX` bytes is done on the spot (its future is ready at
+/// its first poll, no ring round trip); a larger one goes to the ring (pending at first).
+#[cfg(feature = "compio")]
+#[test]
+fn compio_writes_small_records_inline_and_large_ones_through_the_ring() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::compio::INLINE_WRITE_MAX;
+
+    let directory = TempDir::new("compio-inline");
+    let storage = super::compio::CompioStorage::new();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        storage.create_dir_all(&directory.0).await.unwrap();
+        let path = directory.0.join("log");
+        let mut file = storage.open(&path, true).await.unwrap();
+        let small = vec![7_u8; INLINE_WRITE_MAX];
+        let mut context = Context::from_waker(Waker::noop());
+        let first_poll = pin!(file.write_all_at(small, 0)).poll(&mut context);
+        assert!(
+            matches!(first_poll, Poll::Ready((Ok(()), _))),
+            "a small write completes without the ring"
+        );
+        let large = vec![9_u8; INLINE_WRITE_MAX + 1];
+        let position = INLINE_WRITE_MAX as u64;
+        {
+            let mut write = pin!(file.write_all_at(large, position));
+            assert!(
+                write.as_mut().poll(&mut context).is_pending(),
+                "a large write is submitted"
+            );
+            write.await.0.unwrap();
+        }
+        let stored = read_all(&file).await.unwrap();
+        assert_eq!(stored.len(), 2 * INLINE_WRITE_MAX + 1);
+        assert!(stored[..INLINE_WRITE_MAX].iter().all(|&byte| byte == 7));
+        assert!(stored[INLINE_WRITE_MAX..].iter().all(|&byte| byte == 9));
+    });
+}
