@@ -275,14 +275,31 @@ fn faults_while_producing(restart_mid_run: bool) {
             .create_stream(STREAM, &StreamCreateOptions::default())
             .await
             .expect("create the stream");
+        // A copy on every node, which is what the cluster keeps anyway.
         let options = TopicCreateOptions {
             partitions_count: Some(PARTITIONS),
+            replication_factor: Some(3),
             ..TopicCreateOptions::default()
         };
         client
             .create_topic(&Identifier::named(STREAM).unwrap(), TOPIC, &options)
             .await
             .expect("create the topic");
+        let topic = client
+            .get_topic(
+                &Identifier::named(STREAM).unwrap(),
+                &Identifier::named(TOPIC).unwrap(),
+            )
+            .await
+            .expect("get the topic")
+            .expect("the topic");
+        for partition in &topic.partitions {
+            assert_eq!(partition.members, [0, 1, 2], "every node stores it");
+            assert!(
+                partition.in_sync_members.contains(&0),
+                "the primary is in sync"
+            );
+        }
         let producer = client
             .producer(STREAM, TOPIC)
             .unwrap()

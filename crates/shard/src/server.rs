@@ -204,6 +204,17 @@ impl Server {
     }
 
     /// What the server says about itself.
+    /// The topic settings a create starts from: the catalog's, with `replication_factor`
+    /// the number of nodes, as every partition is on every node (§7.4: the answering node's
+    /// default; 1 on a single node). It is also the largest factor a create may ask for.
+    pub fn topic_defaults(&self) -> crate::metadata::TopicSettings {
+        let nodes = u32::try_from(self.info.roster.nodes.len()).unwrap_or(u32::MAX);
+        crate::metadata::TopicSettings {
+            replication_factor: nodes.max(1),
+            ..crate::metadata::TopicSettings::default()
+        }
+    }
+
     pub fn info(&self) -> &ServerInfo {
         &self.info
     }

@@ -15,10 +15,10 @@ use proto::commands::streams::CreateStream;
 use proto::primitives::{AckLevel, Consumer, ConsumerKind, Identifier, OptionalPartition};
 
 use super::metadata_tests::{
-    call, code, connection, create_topic, decode, fixture, id, name, numbered_reply_to, reply_to,
-    root_user,
+    call, code, connection, create_topic, decode, fixture, fixture_with, id, info, name,
+    numbered_reply_to, reply_to, root_user,
 };
-use crate::cluster::{Applied, ClusterStatus, ReplicatedOp, entry_body};
+use crate::cluster::{Applied, ClusterStatus, LogProgress, ReplicatedOp, entry_body};
 use crate::refusal::Refusal;
 use crate::server::{Replication, Server};
 
@@ -559,5 +559,122 @@ fn a_retried_segment_deletion_deletes_once() {
         assert_eq!(next.status_code(), 0);
         assert!(next.committed_op > first.committed_op);
         assert_eq!(segments(), before - 2, "a new request deletes again");
+    });
+}
+
+/// Settings of replica `me` of a three-node cluster.
+fn three_nodes(me: u8) -> crate::server::ServerInfo {
+    let nodes = (0..3)
+        .map(|replica_id| crate::cluster::RosterNode {
+            replica_id,
+            name: format!("node-{replica_id}"),
+            ip: String::from("127.0.0.1"),
+            tcp_port: 8090 + u16::from(replica_id),
+            quic_port: 0,
+            http_port: 0,
+            websocket_port: 0,
+        })
+        .collect();
+    crate::server::ServerInfo {
+        roster: crate::cluster::Roster {
+            cluster_name: String::from("iggy-cluster"),
+            replica_id: me,
+            nodes,
+        },
+        ..info()
+    }
+}
+
+/// The `members` and `in_sync_members` of the first partition of `orders/events`.
+async fn first_partition_members(server: &Server) -> (Vec<u8>, Vec<u8>) {
+    use proto::commands::topics::{GetTopic, TopicDetails};
+    let mut root = connection(server, 0, Dialect::V0_12_2);
+    let get = GetTopic {
+        stream_id: id("orders"),
+        topic_id: id("events"),
+    };
+    let payload = call(server, &mut root, CommandCode::GetTopic, &get)
+        .await
+        .unwrap()
+        .unwrap();
+    let details: TopicDetails = decode(&payload, Dialect::V0_12_2);
+    let partition = &details.partitions[0];
+    (
+        partition.members.as_slice().to_vec(),
+        partition.in_sync_members.as_slice().to_vec(),
+    )
+}
+
+/// Every partition is on every node, so its members are the roster; in sync are the
+/// nodes known to hold every committed op, which only the primary can tell of the others.
+#[test]
+fn partitions_list_every_node_and_the_primary_tells_which_are_in_sync() {
+    let fixture = fixture_with(three_nodes(0));
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        let progress = LogProgress {
+            op: 9,
+            commit: 9,
+            applied: 9,
+        };
+        // The primary reaches both backups; only replica 1 acknowledged up to the commit.
+        status.publish(2, 0, true, 0b110, true);
+        status.publish_progress(progress, |replica| if replica == 1 { 9 } else { 4 });
+        let (members, in_sync) = first_partition_members(server).await;
+        assert_eq!(members, [0, 1, 2]);
+        assert_eq!(in_sync, [0, 1]);
+        // Replica 1 unreachable: no longer counted, whatever it acknowledged.
+        status.publish(2, 0, true, 0b100, true);
+        assert_eq!(first_partition_members(server).await.1, [0]);
+        // As a backup (replica 1 leads) this node can vouch only for itself.
+        status.publish(3, 1, true, 0b110, true);
+        assert_eq!(first_partition_members(server).await.1, [0]);
+        // Not caught up: not even for itself.
+        status.publish(3, 1, true, 0b110, false);
+        assert_eq!(
+            first_partition_members(server).await,
+            (vec![0, 1, 2], vec![])
+        );
+    });
+}
+
+/// A three-node cluster takes a replication factor of up to three, and defaults to three.
+#[test]
+fn a_cluster_topic_takes_a_replication_factor_up_to_the_cluster_size() {
+    use proto::commands::topics::TopicDetails;
+    use proto::primitives::TlvEntry;
+    let fixture = fixture_with(three_nodes(0));
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(server).await;
+        let status = replicate(server, 0);
+        status.publish(0, 0, true, 0b110, true);
+        let mut root = connection(server, 0, Dialect::V0_12_2);
+        let mut three = create_topic("orders", "three", 1);
+        three.options.set("replication_factor", TlvEntry::uint32(3));
+        let created = call(server, &mut root, CommandCode::CreateTopic, &three).await;
+        let details: TopicDetails = decode(&created.unwrap().unwrap(), Dialect::V0_12_2);
+        assert_eq!(
+            details.topic.options.get("replication_factor"),
+            Some(&TlvEntry::uint32(3))
+        );
+        let mut four = create_topic("orders", "four", 1);
+        four.options.set("replication_factor", TlvEntry::uint32(4));
+        let refused = call(server, &mut root, CommandCode::CreateTopic, &four).await;
+        assert_eq!(
+            refused,
+            Err(code(Refusal::TopicOption(
+                crate::refusal::TopicOption::InvalidValue
+            )))
+        );
+        let plain = create_topic("orders", "plain", 1);
+        let created = call(server, &mut root, CommandCode::CreateTopic, &plain).await;
+        let details: TopicDetails = decode(&created.unwrap().unwrap(), Dialect::V0_12_2);
+        assert_eq!(
+            details.topic.derived_options.get("replication_factor"),
+            Some(&TlvEntry::uint32(3))
+        );
     });
 }

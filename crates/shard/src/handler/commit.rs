@@ -6,12 +6,13 @@
 //! operations, in the header `status` for reads, mapped to a code the client's dialect knows.
 
 use proto::commands::Empty;
+use proto::commands::topics::ReplicaIds;
 use proto::header::{Operation, RequestHeader};
 
 use crate::cluster::{Applied, ReplicatedOp};
 use crate::connection::Connection;
 use crate::data::{DataPlane, PartitionKey};
-use crate::metadata::responses::{PartitionFigures, PartitionStats};
+use crate::metadata::responses::{Members, PartitionFigures, PartitionStats};
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::outcome::{Body, Outcome, ReplyValue};
 use crate::refusal::Refusal;
@@ -93,7 +94,7 @@ impl Call {
         if let Some((first, commit)) = server.committed_change(self.origin) {
             let built = {
                 let metadata = server.metadata.borrow();
-                payload(&metadata, &DataFigures(&server.data), &first)
+                payload(&metadata, &DataFigures::of(server), &first)
             };
             return match (built, op) {
                 (Some(reply), _) => {
@@ -124,7 +125,7 @@ impl Call {
             .map_or(op, |(first, _)| first);
         let built = {
             let metadata = server.metadata.borrow();
-            payload(&metadata, &DataFigures(&server.data), &applied)
+            payload(&metadata, &DataFigures::of(server), &applied)
         };
         match built {
             Some(reply) => {
@@ -183,8 +184,52 @@ pub(super) fn committed_reply(
 
 /// The data plane's per-partition figures, as the reply builders of
 /// [`crate::metadata::responses`] read them; a partition that is not open reads as empty.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct DataFigures<'d>(pub(super) &'d DataPlane);
+#[derive(Debug, Clone)]
+pub(super) struct DataFigures<'d> {
+    data: &'d DataPlane,
+    members: Members,
+}
+
+impl<'d> DataFigures<'d> {
+    pub(super) fn of(server: &'d Server) -> Self {
+        Self {
+            data: &server.data,
+            members: partition_members(server),
+        }
+    }
+}
+
+/// Every partition is on every node of a cluster (one consensus group orders all their
+/// changes), so its members are the roster. In sync are the nodes known to hold every
+/// committed op: this node once it is caught up, and on the primary each backup it reaches
+/// that acknowledged up to the commit in this view (after a view change, a backup counts
+/// again from its first acknowledgement). Outside cluster mode: this node alone.
+fn partition_members(server: &Server) -> Members {
+    let Some(replication) = server.replication() else {
+        return Members::default();
+    };
+    let roster = &server.info.roster;
+    let status = &replication.status;
+    let me = roster.replica_id;
+    let commit = status.progress().commit;
+    let leads = status.is_normal() && status.primary() == me;
+    let ids: Vec<u8> = roster.nodes.iter().map(|node| node.replica_id).collect();
+    let in_sync: Vec<u8> = ids
+        .iter()
+        .copied()
+        .filter(|&replica| {
+            if replica == me {
+                status.is_caught_up()
+            } else {
+                leads && status.reaches(replica) && status.acked(replica) >= commit
+            }
+        })
+        .collect();
+    Members {
+        members: ReplicaIds::new(ids).unwrap_or_default(),
+        in_sync: ReplicaIds::new(in_sync).unwrap_or_default(),
+    }
+}
 
 impl PartitionStats for DataFigures<'_> {
     fn partition(&self, stream_id: u32, topic_id: u32, partition_id: u32) -> PartitionFigures {
@@ -193,7 +238,7 @@ impl PartitionStats for DataFigures<'_> {
             topic_id,
             partition_id,
         };
-        self.0
+        self.data
             .partition_stats(key)
             .map_or_else(PartitionFigures::default, |stats| PartitionFigures {
                 segments_count: stats.segments_count.max(1),
@@ -204,6 +249,10 @@ impl PartitionStats for DataFigures<'_> {
     }
 
     fn encrypts(&self) -> bool {
-        self.0.encrypts()
+        self.data.encrypts()
+    }
+
+    fn members(&self) -> Members {
+        self.members.clone()
     }
 }

@@ -42,13 +42,18 @@ impl Drop for Fixture {
 }
 
 pub(super) fn fixture() -> Fixture {
+    fixture_with(info())
+}
+
+/// [`fixture`] with the settings `info`.
+pub(super) fn fixture_with(info: ServerInfo) -> Fixture {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let root = std::env::temp_dir().join(format!(
         "shard-handler-tests-{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let server = Server::new(info(), Metadata::default(), root.clone());
+    let server = Server::new(info, Metadata::default(), root.clone());
     Fixture { server, root }
 }
 

@@ -24,7 +24,7 @@ pub(crate) async fn handle(
     request: Request<'_>,
 ) -> Outcome {
     let call = Call::of(header, connection);
-    let figures = DataFigures(&server.data);
+    let figures = DataFigures::of(server);
     match request {
         Request::GetStream(get) => {
             let metadata = server.metadata.borrow();

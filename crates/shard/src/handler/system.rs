@@ -17,7 +17,7 @@ use proto::header::{Operation, RequestHeader};
 use super::operation_of;
 use crate::connection::{Connection, TransportKind};
 use crate::data::GroupKey;
-use crate::metadata::{Metadata, TopicSettings, options, permissions};
+use crate::metadata::{Metadata, options, permissions};
 use crate::outcome::Outcome;
 use crate::procfs::ProcessNumbers;
 use crate::refusal::{Missing, Refusal, Unavailable};
@@ -67,7 +67,7 @@ pub(crate) fn handle(
             Outcome::rejected(NR, Refusal::Forbidden, commit)
         }
         Request::DescribeOptions(describe) => {
-            let catalog = options::option_descriptors(describe.scope, &TopicSettings::default());
+            let catalog = options::option_descriptors(describe.scope, &server.topic_defaults());
             Outcome::value(NR, catalog, commit)
         }
         Request::GetSnapshotFile(_) | Request::GetMetadataChanges(_) => {

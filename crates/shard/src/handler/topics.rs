@@ -13,7 +13,7 @@ use super::commit::{Call, DataFigures};
 use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
-use crate::metadata::{MetadataOp, TopicSettings, responses, validate};
+use crate::metadata::{MetadataOp, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -25,7 +25,7 @@ pub(crate) async fn handle(
     request: Request<'_>,
 ) -> Outcome {
     let call = Call::of(header, connection);
-    let defaults = TopicSettings::default();
+    let defaults = server.topic_defaults();
     match request {
         request @ (Request::GetTopic(_) | Request::GetTopics(_)) => read(server, call, &request),
         Request::CreateTopic(create) => {
@@ -80,7 +80,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                 Ok(Some(responses::topic_details(
                     stream.id,
                     topic,
-                    &DataFigures(&server.data),
+                    &DataFigures::of(server),
                     commit,
                 )))
             });
@@ -97,7 +97,7 @@ fn read(server: &Server, call: Call, request: &Request<'_>) -> Outcome {
                     return Ok(Topics(Vec::new()));
                 };
                 require(can_read_topics(actor, stream.id))?;
-                Ok(responses::topics(stream, &DataFigures(&server.data)))
+                Ok(responses::topics(stream, &DataFigures::of(server)))
             });
             match listed {
                 Ok(topics) => call.answer(server, topics),

@@ -8,7 +8,7 @@ use proto::header::RequestHeader;
 
 use super::commit::Call;
 use crate::connection::Connection;
-use crate::metadata::{TopicSettings, validate};
+use crate::metadata::validate;
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -26,7 +26,7 @@ pub(crate) async fn handle(
     let op = {
         let metadata = server.metadata.borrow();
         call.actor(&metadata).and_then(|actor| {
-            validate::update_resource(&metadata, actor, &update, &TopicSettings::default())
+            validate::update_resource(&metadata, actor, &update, &server.topic_defaults())
         })
     };
     call.commit(server, op, |_, _, _| Some(Empty)).await

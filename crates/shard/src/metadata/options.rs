@@ -26,8 +26,6 @@ pub const MESSAGES_REQUIRED_TO_SAVE_MAX: u32 = 16_777_216;
 pub const SIZE_OF_MESSAGES_REQUIRED_TO_SAVE_MAX_BYTES: u64 = GIB;
 /// `segment_size × partitions_count` a preallocating topic may reserve.
 pub const PREALLOCATED_MAX_BYTES: u64 = 64 * GIB;
-/// Nodes in this cluster: the only valid `replication_factor` is 1.
-pub const CLUSTER_NODES: u32 = 1;
 
 /// What a key is in one scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +200,9 @@ fn apply_topic_value(
         "preallocate_segments" => settings.preallocate_segments = value.as_bool().ok_or(invalid)?,
         "replication_factor" => {
             let factor = value.as_u32().ok_or(invalid)?;
-            let valid = (1..=CLUSTER_NODES).contains(&factor);
+            // The server's default is the number of nodes, which is also the most copies
+            // there can be (`Server::topic_defaults`).
+            let valid = (1..=defaults.replication_factor).contains(&factor);
             settings.replication_factor = valid.then_some(factor).ok_or(invalid)?;
         }
         _ => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),

@@ -54,6 +54,28 @@ pub trait PartitionStats {
     fn encrypts(&self) -> bool {
         false
     }
+
+    /// The nodes holding every partition, and those of them known to hold every committed
+    /// change (`members`, `in_sync_members`); a single node holds them alone.
+    fn members(&self) -> Members {
+        Members::default()
+    }
+}
+
+/// A partition's `members` and `in_sync_members` (§4.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Members {
+    pub members: ReplicaIds,
+    pub in_sync: ReplicaIds,
+}
+
+impl Default for Members {
+    fn default() -> Self {
+        Self {
+            members: ReplicaIds::single(LOCAL_REPLICA),
+            in_sync: ReplicaIds::single(LOCAL_REPLICA),
+        }
+    }
 }
 
 impl<F: Fn(u32, u32, u32) -> PartitionFigures> PartitionStats for F {
@@ -169,6 +191,7 @@ pub fn partition_response(
     commit: u64,
 ) -> PartitionResponse {
     let figures = stats.partition(stream_id, topic_id, partition.id);
+    let Members { members, in_sync } = stats.members();
     PartitionResponse {
         id: partition.id,
         created_at_micros: partition.created_at,
@@ -181,8 +204,8 @@ pub fn partition_response(
             owner_generation: 0,
             metadata_op: commit,
         },
-        members: ReplicaIds::single(LOCAL_REPLICA),
-        in_sync_members: ReplicaIds::single(LOCAL_REPLICA),
+        members,
+        in_sync_members: in_sync,
     }
 }
 

@@ -202,6 +202,42 @@ fn topic_options_resolve_per_the_catalog() {
     assert_eq!(too_many, Err(Refusal::Limit(Limit::Partitions)));
 }
 
+/// In a cluster the defaults carry the number of nodes as the replication factor
+/// (`Server::topic_defaults`): a create may ask for 1 up to that many copies, and one that
+/// asks for none gets that many.
+#[test]
+fn a_cluster_accepts_replication_factors_up_to_its_size() {
+    let (metadata, root) = server();
+    let three_nodes = TopicSettings {
+        replication_factor: 3,
+        ..TopicSettings::default()
+    };
+    for factor in 1..=3 {
+        let options = block(&[("replication_factor", TlvEntry::uint32(factor))]);
+        let request = create_topic_request("replicated", 1, options);
+        let op = create_topic(&metadata, &root, &request, 9, &three_nodes).unwrap();
+        let MetadataOp::CreateTopic { settings, .. } = op else {
+            panic!("{op:?}")
+        };
+        assert_eq!(settings.replication_factor, factor);
+    }
+    for factor in [0, 4] {
+        let options = block(&[("replication_factor", TlvEntry::uint32(factor))]);
+        let request = create_topic_request("replicated", 1, options);
+        assert_eq!(
+            create_topic(&metadata, &root, &request, 9, &three_nodes),
+            Err(Refusal::TopicOption(TopicOption::InvalidValue)),
+            "factor {factor}"
+        );
+    }
+    let request = create_topic_request("replicated", 1, OptionsBlock::default());
+    let op = create_topic(&metadata, &root, &request, 9, &three_nodes).unwrap();
+    let MetadataOp::CreateTopic { settings, .. } = op else {
+        panic!("{op:?}")
+    };
+    assert_eq!(settings.replication_factor, 3);
+}
+
 fn patch(target: ResourceTarget, set: OptionsBlock, reset: &[&str]) -> UpdateResource {
     UpdateResource {
         target,
