@@ -169,6 +169,9 @@ pub(crate) struct ClusterArguments {
     pub(crate) recover: bool,
     pub(crate) root_username: String,
     pub(crate) root_password_hash: String,
+    /// The root password in the clear when it was generated at this start: shown only if
+    /// this node is the one that creates the root user.
+    pub(crate) generated_password: Option<String>,
 }
 
 /// Starts cluster mode on `server` (empty: its replica log rebuilds it) when
@@ -192,6 +195,7 @@ pub(crate) async fn start_cluster(
             root: cluster::RootSeed {
                 username: arguments.root_username,
                 password_hash: arguments.root_password_hash,
+                generated_password: arguments.generated_password,
             },
         };
         cluster::start(server, start).await?;

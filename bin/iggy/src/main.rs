@@ -431,8 +431,9 @@ async fn open_server(
     Ok(Server::open_on(storage, info.clone(), path, Arc::clone(node)).await?)
 }
 
-/// Starts the replica (cluster mode); the first primary of a new cluster creates the root
-/// user, so a generated password is shown here, by every node alike.
+/// Starts the replica (cluster mode). The first primary of a new cluster creates the root
+/// user with the password it generated, if it generated one, and only that node shows it:
+/// the others' generated passwords are never used.
 async fn start_cluster(
     server: &Rc<Server>,
     config: &Config,
@@ -445,12 +446,13 @@ async fn start_cluster(
         root_username: root.username.clone(),
         // Plain: `Server::ensure_root_user` seals it, on whichever node commits it.
         root_password_hash: shard::metadata::auth::hash_password(&root.password)?,
+        generated_password: root.generated.then(|| root.password.clone()),
     };
     compose::start_cluster(server, config, arguments).await?;
     if root.generated {
-        println!(
-            "Root user `{}` (created by the first primary) has password: {}",
-            root.username, root.password
+        log::info!(
+            "no root credentials given: if this node creates the root user (the first primary \
+             of a cluster without users), it prints the password it generated"
         );
     }
     Ok(())

@@ -31,6 +31,9 @@ const COMMIT_WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct RootSeed {
     pub(crate) username: String,
     pub(crate) password_hash: String,
+    /// The password in the clear when this start generated it: printed once this node's
+    /// seed is the one committed, as every node generates its own and only one is used.
+    pub(crate) generated_password: Option<String>,
 }
 
 pub(crate) struct Driver {
@@ -203,9 +206,15 @@ impl Driver {
         self.root_asked.set(true);
         let (server, asked) = (Rc::clone(&self.server), Rc::clone(&self.root_asked));
         let (username, hash) = (root.username.clone(), root.password_hash.clone());
+        let generated = root.generated_password.clone();
         compio::runtime::spawn(async move {
             match server.ensure_root_user(&username, hash).await {
-                Ok(true) => log::info!("cluster: created the root user `{username}`"),
+                Ok(true) => {
+                    log::info!("cluster: created the root user `{username}`");
+                    if let Some(password) = generated {
+                        println!("Root user `{username}` created with password: {password}");
+                    }
+                }
                 Ok(false) => {}
                 Err(refusal) => {
                     log::warn!("cluster: creating the root user: {refusal}; will retry");
