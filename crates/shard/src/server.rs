@@ -203,7 +203,6 @@ impl Server {
         Rc::clone(&self.metadata.borrow())
     }
 
-    /// What the server says about itself.
     /// The topic settings a create starts from: the catalog's, with `replication_factor`
     /// the number of nodes, as every partition is on every node (§7.4: the answering node's
     /// default; 1 on a single node). It is also the largest factor a create may ask for.
@@ -215,6 +214,7 @@ impl Server {
         }
     }
 
+    /// What the server says about itself.
     pub fn info(&self) -> &ServerInfo {
         &self.info
     }
