@@ -253,3 +253,27 @@ fn compio_writes_small_records_inline_and_large_ones_through_the_ring() {
         assert!(stored[INLINE_WRITE_MAX..].iter().all(|&byte| byte == 9));
     });
 }
+
+/// A refused write reports its error on both paths, inline and through the ring: writes to
+/// `/dev/full` fail with `ENOSPC`, as a full disk's do.
+#[cfg(feature = "compio")]
+#[test]
+fn compio_reports_a_refused_write_on_both_paths() {
+    use super::compio::INLINE_WRITE_MAX;
+
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        return;
+    }
+    let storage = super::compio::CompioStorage::new();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut file = storage.open(full, false).await.unwrap();
+        for length in [1, INLINE_WRITE_MAX, INLINE_WRITE_MAX + 1] {
+            let (result, returned) = file.write_all_at(vec![1_u8; length], 0).await;
+            let error = result.expect_err("a write to /dev/full fails");
+            assert_eq!(error.raw_os_error(), Some(28), "{length} bytes: {error}");
+            assert_eq!(returned.len(), length, "the buffer comes back whole");
+        }
+    });
+}
