@@ -196,6 +196,7 @@ pub(crate) async fn start_cluster(
                 username: arguments.root_username,
                 password_hash: arguments.root_password_hash,
                 generated_password: arguments.generated_password,
+                password_settled: std::cell::Cell::new(false),
             },
         };
         cluster::start(server, start).await?;

@@ -524,6 +524,11 @@ impl<S: Storage + Clone + 'static> Task<S> {
             let next = self.run_round(first, &mut round).await;
             self.finish_round(&mut round).await;
             assert!(round.is_empty());
+            // A small append is written inline (`storage::compio::INLINE_WRITE_MAX`), so a
+            // round may complete without ever waiting; with appenders on other threads
+            // keeping the queue full, the task would then never let the shard's other
+            // tasks (connections, timers) run. One turn for them after every round.
+            YieldOnce::default().await;
             if let Some(Job::Tick { now_us }) = next {
                 // Nothing to wait for: a sync in flight goes on.
                 self.latest_us = self.latest_us.max(now_us);
@@ -925,3 +930,23 @@ impl<S: Storage + Clone + 'static> Task<S> {
 
 #[cfg(test)]
 mod tests;
+
+/// Completes at its second poll, having woken its task at the first: the executor runs its
+/// other ready tasks in between.
+#[derive(Debug, Default)]
+struct YieldOnce {
+    yielded: bool,
+}
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut std::task::Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        context.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

@@ -499,6 +499,19 @@ impl Server {
         self.commit(op).await.map(|_| true)
     }
 
+    /// Whether the user `username` exists with `password_hash` (a plain PHC string) as its
+    /// password hash: how a cluster node tells that the root user committed is the one its
+    /// own seed asked for.
+    pub fn user_has_password_hash(&self, username: &str, password_hash: &str) -> bool {
+        self.metadata.borrow().users.values().any(|user| {
+            user.username == username
+                && self
+                    .credentials
+                    .reveal(&user.password_hash)
+                    .is_ok_and(|plain| plain == password_hash)
+        })
+    }
+
     /// The metadata commit number replies report.
     pub fn commit_number(&self) -> u64 {
         self.metadata.borrow().commit

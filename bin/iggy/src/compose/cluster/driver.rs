@@ -34,6 +34,8 @@ pub(crate) struct RootSeed {
     /// The password in the clear when this start generated it: printed once this node's
     /// seed is the one committed, as every node generates its own and only one is used.
     pub(crate) generated_password: Option<String>,
+    /// Whether the root user exists and [`Driver::show_root_password`] has decided.
+    pub(crate) password_settled: Cell<bool>,
 }
 
 pub(crate) struct Driver {
@@ -191,6 +193,7 @@ impl Driver {
     /// On a primary that has applied its whole log of a cluster without users: commits the
     /// root user (through the sequencer, like any metadata change), once.
     fn seed_root(&self) {
+        self.show_root_password();
         let caught_up = self.replica.applied() == self.replica.op();
         if !self.replica.is_primary()
             || self.replica.status() != Status::Normal
@@ -206,15 +209,9 @@ impl Driver {
         self.root_asked.set(true);
         let (server, asked) = (Rc::clone(&self.server), Rc::clone(&self.root_asked));
         let (username, hash) = (root.username.clone(), root.password_hash.clone());
-        let generated = root.generated_password.clone();
         compio::runtime::spawn(async move {
             match server.ensure_root_user(&username, hash).await {
-                Ok(true) => {
-                    log::info!("cluster: created the root user `{username}`");
-                    if let Some(password) = generated {
-                        println!("Root user `{username}` created with password: {password}");
-                    }
-                }
+                Ok(true) => log::info!("cluster: created the root user `{username}`"),
                 Ok(false) => {}
                 Err(refusal) => {
                     log::warn!("cluster: creating the root user: {refusal}; will retry");
@@ -223,6 +220,32 @@ impl Driver {
             }
         })
         .detach();
+    }
+
+    /// Prints the generated root password once the root user exists and holds this
+    /// node's seed, whichever attempt committed it: a first attempt that timed out may still
+    /// commit later with nobody waiting for it. A node whose seed lost, or that started on
+    /// a cluster with users, prints nothing.
+    fn show_root_password(&self) {
+        let Some(root) = &self.root else {
+            return;
+        };
+        let Some(password) = &root.generated_password else {
+            return;
+        };
+        if root.password_settled.get() || self.server.metadata().users.is_empty() {
+            return;
+        }
+        root.password_settled.set(true);
+        if self
+            .server
+            .user_has_password_hash(&root.username, &root.password_hash)
+        {
+            println!(
+                "Root user `{}` created with password: {password}",
+                root.username
+            );
+        }
     }
 
     async fn run_effects(&mut self, out: &mut Outbox) {
