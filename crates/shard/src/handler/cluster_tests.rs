@@ -562,9 +562,11 @@ fn a_retried_segment_deletion_deletes_once() {
     });
 }
 
-/// Settings of replica `me` of a three-node cluster.
+/// Settings of replica `me` of a three-node cluster, its roster listed as a configuration
+/// may list it, not in id order.
 fn three_nodes(me: u8) -> crate::server::ServerInfo {
-    let nodes = (0..3)
+    let nodes = [2, 0, 1]
+        .into_iter()
         .map(|replica_id| crate::cluster::RosterNode {
             replica_id,
             name: format!("node-{replica_id}"),

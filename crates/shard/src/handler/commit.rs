@@ -213,7 +213,8 @@ fn partition_members(server: &Server) -> Members {
     let me = roster.replica_id;
     let commit = status.progress().commit;
     let leads = status.is_normal() && status.primary() == me;
-    let ids: Vec<u8> = roster.nodes.iter().map(|node| node.replica_id).collect();
+    let mut ids: Vec<u8> = roster.nodes.iter().map(|node| node.replica_id).collect();
+    ids.sort_unstable();
     let in_sync: Vec<u8> = ids
         .iter()
         .copied()
