@@ -209,6 +209,7 @@ pub(crate) async fn start_cluster(
             recover,
             root_username,
             root_password_hash,
+            generated_password,
         } = arguments;
         let _ = (
             server,
@@ -217,6 +218,7 @@ pub(crate) async fn start_cluster(
             recover,
             root_username,
             root_password_hash,
+            generated_password,
         );
         Err(BindError::Missing {
             key: "cluster.enabled = true",
