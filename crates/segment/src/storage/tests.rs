@@ -277,3 +277,69 @@ fn compio_reports_a_refused_write_on_both_paths() {
         }
     });
 }
+
+/// A file of `bytes` that returns at most `step` bytes per read and records where each read
+/// wrote.
+struct ShortReads {
+    bytes: Vec<u8>,
+    step: usize,
+    targets: std::cell::RefCell<Vec<usize>>,
+}
+
+impl StorageFile for ShortReads {
+    async fn read_at<B: compio_buf::IoBufMut>(
+        &self,
+        mut buffer: B,
+        position: u64,
+    ) -> super::BufResult<usize, B> {
+        let from = usize::try_from(position).unwrap().min(self.bytes.len());
+        let length = buffer.buf_len();
+        let room = buffer.buf_capacity() - length;
+        let count = room.min(self.step).min(self.bytes.len() - from);
+        let target = &mut buffer.ensure_init()[length..length + count];
+        self.targets.borrow_mut().push(target.as_ptr() as usize);
+        target.copy_from_slice(&self.bytes[from..from + count]);
+        // SAFETY: the bytes up to `length + count` were initialised just above.
+        unsafe { buffer.set_len(length + count) };
+        (Ok(count), buffer)
+    }
+
+    async fn write_all_at<B: compio_buf::IoBuf>(
+        &mut self,
+        buffer: B,
+        _position: u64,
+    ) -> super::BufResult<(), B> {
+        (Err(io::ErrorKind::Unsupported.into()), buffer)
+    }
+
+    async fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn duplicate(&self) -> io::Result<Self> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    async fn size(&self) -> io::Result<u64> {
+        Ok(self.bytes.len() as u64)
+    }
+
+    async fn set_len(&self, _length: u64) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+#[test]
+fn read_exact_at_reads_into_the_vector_it_returns() {
+    let file = ShortReads {
+        bytes: (0..100_u8).collect(),
+        step: 16,
+        targets: std::cell::RefCell::new(Vec::new()),
+    };
+    let bytes = block_on_ready(read_exact_at(&file, 10, 40)).unwrap();
+    assert_eq!(bytes, (10..50_u8).collect::<Vec<_>>());
+    // Three short reads, each into the returned vector's memory right after the previous
+    // one's bytes: nothing was read elsewhere and copied in.
+    let base = bytes.as_ptr() as usize;
+    assert_eq!(*file.targets.borrow(), [base, base + 16, base + 32]);
+}
