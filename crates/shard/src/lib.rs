@@ -35,6 +35,7 @@ pub mod retries;
 pub mod rotate;
 pub mod server;
 pub mod sessions;
+pub mod verified_passwords;
 
 pub use connection::{BoundSession, Connection, TransportKind};
 pub use outcome::{Outcome, Reply};
