@@ -8,7 +8,8 @@
 //! [`PartitionLog::sync`] covers every append of the round that needs it
 //! (`Durability::Persisted`), and only then are the appenders answered, so *n* appenders
 //! waiting together share one fdatasync. Reads, offset writes and purges wait for the round
-//! before them, so they see its appends.
+//! before them, so they see its appends; only purges, segment deletions and the close also
+//! wait for `Replicated`'s threshold sync in flight (`log::background_sync`).
 //!
 //! Invariants:
 //! - replies to a round's appends go out only after the round's sync (when one was needed)
@@ -236,6 +237,26 @@ enum Job {
     Tick {
         now_us: u64,
     },
+}
+
+impl Job {
+    /// Whether the job removes or replaces the log's files, which a threshold sync in
+    /// flight may be flushing.
+    fn changes_files(&self) -> bool {
+        match self {
+            Self::Purge { .. }
+            | Self::DeleteSegments { .. }
+            | Self::DeleteSegment { .. }
+            | Self::Close { .. } => true,
+            Self::Append { .. }
+            | Self::Read { .. }
+            | Self::StoreOffset { .. }
+            | Self::DeleteOffset { .. }
+            | Self::Segments { .. }
+            | Self::Timestamps { .. }
+            | Self::Tick { .. } => false,
+        }
+    }
 }
 
 /// What the task publishes for handles, on any shard, to read without a job: neither the
@@ -534,8 +555,13 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 self.latest_us = self.latest_us.max(now_us);
                 self.start_sync_if_due().await;
             } else if let Some(job) = next {
-                // Reads, offsets, purges and the close see the log as the sync left it.
-                self.settle_sync().await;
+                // Purges, segment deletions and the close change the files the sync is
+                // flushing: they see the log as the sync left it. Reads and offset writes
+                // do not wait for it (a consumer tailing a busy partition would otherwise
+                // wait out an fdatasync per poll).
+                if job.changes_files() {
+                    self.settle_sync().await;
+                }
                 if self.serve(job).await {
                     return;
                 }

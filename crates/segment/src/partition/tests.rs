@@ -113,7 +113,7 @@ fn syncing_every(messages: u32) -> PartitionSpec {
 }
 
 #[test]
-fn replicated_threshold_syncs_run_beside_the_appends_and_before_reads() {
+fn replicated_threshold_syncs_run_beside_the_appends_and_reads() {
     let memory = MemoryStorage::new();
     let syncs = Rc::new(Cell::new(0));
     let storage = CountingStorage {
@@ -134,16 +134,30 @@ fn replicated_threshold_syncs_run_beside_the_appends_and_before_reads() {
             assert_eq!(appended.unwrap().base_offset, index * 3);
         }
         assert_eq!(syncs.get(), before, "the sync still waits");
-        // A read waits for the sync in flight; it then sees it done.
+        // Reads, offset writes and lookups are answered while it hangs.
         let reading = handle.clone();
-        let reader =
-            compio::runtime::spawn(
-                async move { reading.read(ReadStart::First, 100, u64::MAX).await },
-            );
+        let reader = compio::runtime::spawn(async move {
+            let records = reading.read(ReadStart::First, 100, u64::MAX).await?;
+            reading.store_offset(OffsetOwner::Consumer(1), 5).await?;
+            let segments = reading.segments().await?;
+            Ok::<_, PartitionError>((records.messages_count, segments.len()))
+        });
         compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
-        assert!(!reader.is_finished(), "the read waits for the sync");
+        assert!(reader.is_finished(), "the read does not wait for the sync");
+        assert_eq!(reader.await.unwrap().unwrap(), (12, 1));
+        assert_eq!(syncs.get(), before, "the sync still waits");
+        // A segment deletion changes files the sync flushes: it waits for it.
+        let deleting = handle.clone();
+        let deleter =
+            compio::runtime::spawn(async move { deleting.delete_oldest_segments(1).await });
+        compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        assert!(!deleter.is_finished(), "the deletion waits for the sync");
         storage.gate.set_shut(false);
-        assert_eq!(reader.await.unwrap().unwrap().messages_count, 12);
+        assert_eq!(
+            deleter.await.unwrap().unwrap(),
+            0,
+            "the active segment stays"
+        );
         assert!(syncs.get() > before);
         memory.crash(CrashMode::DropUnsynced);
     });
