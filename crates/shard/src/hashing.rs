@@ -9,7 +9,6 @@ use crossfire::mpmc::{self, Array};
 use crossfire::{MAsyncTx, MRx};
 
 use crate::metadata::auth::{CredentialError, hash_password, verify_password};
-use crate::verified_passwords::VerifiedPasswords;
 
 /// Jobs that may wait for a hashing thread.
 const QUEUE_MAX: usize = 256;
@@ -22,8 +21,6 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct HashPool {
     /// `None`: hash on the calling thread ([`Self::inline`]).
     jobs: Option<MAsyncTx<Array<Job>>>,
-    /// Checks that succeeded, answered again without argon2.
-    verified: VerifiedPasswords,
 }
 
 /// The pool's threads are gone (only at shutdown).
@@ -48,20 +45,14 @@ impl HashPool {
                 log::error!("password hashing thread {index} failed to start: {error}");
             }
         }
-        Self {
-            jobs: Some(jobs),
-            verified: VerifiedPasswords::new(),
-        }
+        Self { jobs: Some(jobs) }
     }
 
     /// A pool without threads: every job runs on the caller's thread when it is awaited.
     /// For the deterministic simulator, where a thread would make the order of completions
     /// depend on the operating system.
     pub fn inline() -> Self {
-        Self {
-            jobs: None,
-            verified: VerifiedPasswords::new(),
-        }
+        Self { jobs: None }
     }
 
     /// Runs `work` on a hashing thread and returns its result.
@@ -78,25 +69,12 @@ impl HashPool {
         result.await.map_err(|_dropped| HashPoolGone)
     }
 
-    /// Whether `password` matches the PHC string `password_hash`: at once when this pool
-    /// verified the pair before ([`VerifiedPasswords`]), otherwise by argon2 on a thread.
+    /// Whether `password` matches the PHC string `password_hash`.
     pub async fn verify(&self, password: String, password_hash: String) -> bool {
-        if self.verified.contains(&password, &password_hash) {
-            return true;
-        }
-        let checked = self
-            .run(move || {
-                let matched = verify_password(&password, &password_hash);
-                (matched, password, password_hash)
-            })
+        let verified = self
+            .run(move || verify_password(&password, &password_hash))
             .await;
-        let Ok((matched, password, password_hash)) = checked else {
-            return false;
-        };
-        if matched {
-            self.verified.insert(&password, &password_hash);
-        }
-        matched
+        verified.unwrap_or(false)
     }
 
     /// A fresh argon2id hash of `password`.
@@ -120,42 +98,7 @@ pub enum HashError {
 #[cfg(test)]
 mod tests {
     use super::HashPool;
-    use crate::metadata::auth::{hash_password, verify_password};
-    use crate::verified_passwords::VerifiedPasswords;
-
-    #[test]
-    fn a_verified_password_is_answered_without_the_threads() {
-        let hashed = hash_password("secret").unwrap();
-        let again = hash_password("secret").unwrap();
-        // Threads that are gone: whatever reaches them fails.
-        let (jobs, queue) = crossfire::mpmc::bounded_async_blocking::<super::Job>(1);
-        drop(queue);
-        let gone = HashPool {
-            jobs: Some(jobs),
-            verified: VerifiedPasswords::new(),
-        };
-        compio::runtime::Runtime::new().unwrap().block_on(async {
-            assert!(!gone.verify(String::from("secret"), hashed.clone()).await);
-            gone.verified.insert("secret", &hashed);
-            assert!(gone.verify(String::from("secret"), hashed.clone()).await);
-            // Another password, or the same one under another hash, needs argon2 again.
-            assert!(!gone.verify(String::from("other"), hashed.clone()).await);
-            assert!(!gone.verify(String::from("secret"), again).await);
-        });
-    }
-
-    #[test]
-    fn only_successful_checks_are_remembered() {
-        let pool = HashPool::inline();
-        let hashed = hash_password("secret").unwrap();
-        compio::runtime::Runtime::new().unwrap().block_on(async {
-            assert!(!pool.verify(String::from("wrong"), hashed.clone()).await);
-            assert!(!pool.verified.contains("wrong", &hashed));
-            assert!(!pool.verified.contains("secret", &hashed));
-            assert!(pool.verify(String::from("secret"), hashed.clone()).await);
-            assert!(pool.verified.contains("secret", &hashed));
-        });
-    }
+    use crate::metadata::auth::verify_password;
 
     #[test]
     fn hashes_and_checks_on_its_threads() {

@@ -35,7 +35,6 @@ pub mod retries;
 pub mod rotate;
 pub mod server;
 pub mod sessions;
-pub mod verified_passwords;
 
 pub use connection::{BoundSession, Connection, TransportKind};
 pub use outcome::{Outcome, Reply};
