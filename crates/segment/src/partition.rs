@@ -240,8 +240,9 @@ enum Job {
 }
 
 impl Job {
-    /// Whether the job removes or replaces the log's files, which a threshold sync in
-    /// flight may be flushing.
+    /// Whether the job removes or replaces log files, so must not run beside a threshold
+    /// sync: a purge's fresh log would be credited with what the old one's sync covered,
+    /// and a deletion could remove the segment a sync flushes (one a roll sealed meanwhile).
     fn changes_files(&self) -> bool {
         match self {
             Self::Purge { .. }
@@ -559,11 +560,17 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 // flushing: they see the log as the sync left it. Reads and offset writes
                 // do not wait for it (a consumer tailing a busy partition would otherwise
                 // wait out an fdatasync per poll).
-                if job.changes_files() {
+                let settles = job.changes_files();
+                if settles {
                     self.settle_sync().await;
                 }
                 if self.serve(job).await {
                     return;
+                }
+                if settles {
+                    // Thresholds crossed while the settled sync ran want the next one, or
+                    // the owner's ticks, which come only while one waits.
+                    self.start_sync_if_due().await;
                 }
             }
         }

@@ -6,9 +6,11 @@
 //!   recorded in `partition.state`;
 //! - `synced_size` of the active segment never exceeds its `size_bytes`;
 //! - once [`Refusal`] is set it is never cleared: a quarantined or poisoned log appends
-//!   nothing, never syncs again and never records a clean close, so no offset is handed out
-//!   twice and no failed fdatasync is retried as if it could succeed. Only reopening (after
-//!   a repair or a restart) or a purge, which starts a fresh log, lifts it.
+//!   nothing, starts no sync again and never records a clean close, so no offset is handed
+//!   out twice and no failed fdatasync is retried as if it could succeed. (A threshold sync
+//!   already in flight when a read quarantines the log may still finish; should it fail,
+//!   the quarantine stays the refusal, `partition.state` already unclean.) Only reopening
+//!   (after a repair or a restart) or a purge, which starts a fresh log, lifts it.
 //!
 //! Failures and what they leave (each append failure before the record is written leaves the
 //! log as it was, so the same batch can be appended again and gets the same offset):

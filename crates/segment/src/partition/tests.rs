@@ -216,6 +216,38 @@ fn a_tick_starts_the_threshold_sync_that_waited_for_its_interval() {
     });
 }
 
+/// Thresholds crossed while a sync ran still get theirs when a segment deletion, not an
+/// append, is what settles it: the owner's ticks must keep coming.
+#[test]
+fn a_sync_settled_by_a_deletion_leaves_the_next_one_to_the_ticks() {
+    let memory = MemoryStorage::new();
+    let storage = CountingStorage {
+        inner: memory.clone(),
+        syncs: Rc::default(),
+        gate: Rc::default(),
+    };
+    let mut spec = syncing_every(3);
+    spec.log.sync_interval_us = 1_000_000;
+    runtime().block_on(async {
+        let handle = PartitionHandle::open(storage.clone(), spec, || {})
+            .await
+            .unwrap();
+        storage.gate.set_shut(true);
+        // The first threshold starts a sync, which hangs; the second is crossed beside it.
+        handle.append(batch(3, None), 10, None).await.unwrap();
+        handle.append(batch(3, None), 20, None).await.unwrap();
+        let deleting = handle.clone();
+        let deleter =
+            compio::runtime::spawn(async move { deleting.delete_oldest_segments(1).await });
+        compio::runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        storage.gate.set_shut(false);
+        deleter.await.unwrap().unwrap();
+        let settled = memory.syncs();
+        handle.tick(1_000_020);
+        wait_for_syncs(&memory, settled + 1).await;
+    });
+}
+
 /// Waits (a bounded while) until `storage` counted at least `count` syncs; returns the count.
 async fn wait_for_syncs(storage: &MemoryStorage, count: u64) -> u64 {
     for _ in 0..200 {
