@@ -21,7 +21,7 @@ use proto::commands::tokens::{PersonalAccessTokenInfo, RawPersonalAccessToken};
 use proto::commands::topics::{PartitionResponse, TopicDetails, TopicHeader};
 use proto::commands::users::{UserDetails, UserResponse, UserStatus};
 use proto::header::PartitionContext;
-use proto::primitives::{HeaderKind, OptionsBlock, Permissions, UserHeaders};
+use proto::primitives::{HeaderKind, OptionsBlock, Permissions, TlvEntry, UserHeaders};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -81,11 +81,30 @@ pub fn stream_details(details: &StreamDetails) -> Value {
 }
 
 pub fn topic(topic: &TopicHeader) -> Value {
+    let option = |key: &str| {
+        topic
+            .options
+            .get(key)
+            .or_else(|| topic.derived_options.get(key))
+    };
     json!({
         "id": topic.id,
         "created_at": topic.created_at_micros,
         "name": topic.name.as_str(),
         "size": size(topic.size_bytes),
+        // Not in §9's shape, whose SDK reads them from `options` and skips these keys: the
+        // SDK of Iggy's own 0.9.0-edge tools (its iggy-bench over HTTP) requires them, as
+        // numbers (µs, bytes; 0 = the server's default, u64::MAX = never / unlimited) and
+        // the algorithm's name.
+        "message_expiry": option("message_expiry")
+            .and_then(TlvEntry::as_u64)
+            .unwrap_or(topic.message_expiry_micros),
+        "compression_algorithm": option("compression_algorithm")
+            .and_then(TlvEntry::as_str)
+            .unwrap_or(if topic.compression == 2 { "gzip" } else { "none" }),
+        "max_topic_size": option("max_topic_size")
+            .and_then(TlvEntry::as_u64)
+            .unwrap_or(topic.max_topic_size_bytes),
         "messages_count": topic.messages_count,
         "partitions_count": topic.partitions_count,
         "options": options(&topic.options, &topic.derived_options),
@@ -475,7 +494,7 @@ pub fn polled(polled: &PolledMessages<'_>) -> Result<Vec<u8>, ApiError> {
 fn user_headers(block: &[u8]) -> Result<Value, ApiError> {
     let headers = UserHeaders::decode(block)
         .map_err(|error| ApiError::Internal(format!("user headers: {error}")))?;
-    let entry = |entry: &proto::primitives::TlvEntry| {
+    let entry = |entry: &TlvEntry| {
         let kind = HeaderKind::from_u8(entry.kind).map_or("raw", kind_name);
         json!({"kind": kind, "value": STANDARD.encode(entry.data.as_bytes())})
     };
@@ -484,4 +503,44 @@ fn user_headers(block: &[u8]) -> Result<Value, ApiError> {
         .iter()
         .map(|(key, value)| json!({"key": entry(key), "value": entry(value)}))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use proto::codec::WireName;
+    use proto::commands::topics::TopicHeader;
+    use proto::primitives::{OptionsBlock, TlvEntry};
+
+    use super::topic;
+
+    fn entry(key: &str, value: TlvEntry) -> (WireName, TlvEntry) {
+        (WireName::new(key).unwrap(), value)
+    }
+
+    #[test]
+    fn a_topic_names_expiry_compression_and_size_at_its_top_level_too() {
+        let header = TopicHeader {
+            id: 3,
+            created_at_micros: 7,
+            partitions_count: 1,
+            size_bytes: 0,
+            messages_count: 0,
+            name: WireName::new("t").unwrap(),
+            options: OptionsBlock(vec![entry("message_expiry", TlvEntry::uint64(60_000_000))]),
+            derived_options: OptionsBlock(vec![
+                entry("message_expiry", TlvEntry::uint64(u64::MAX)),
+                entry("compression_algorithm", TlvEntry::string("gzip").unwrap()),
+                entry("max_topic_size", TlvEntry::uint64(u64::MAX)),
+            ]),
+            message_expiry_micros: 0,
+            compression: 0,
+            max_topic_size_bytes: 0,
+        };
+        let json = topic(&header);
+        // The explicit value wins over the derived one, as in `options`.
+        assert_eq!(json["message_expiry"], 60_000_000_u64);
+        assert_eq!(json["compression_algorithm"], "gzip");
+        assert_eq!(json["max_topic_size"], u64::MAX);
+        assert_eq!(json["options"]["message_expiry"]["value"], "60000000");
+    }
 }
