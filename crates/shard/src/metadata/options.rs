@@ -42,7 +42,7 @@ enum KeyRole {
     Encryption,
 }
 
-const TOPIC_KEYS: [(&str, KeyRole); 11] = [
+const TOPIC_KEYS: [(&str, KeyRole); 12] = [
     ("name", KeyRole::UpdateOnly),
     ("compression_algorithm", KeyRole::CreateOnly),
     ("message_expiry", KeyRole::Resettable),
@@ -54,6 +54,10 @@ const TOPIC_KEYS: [(&str, KeyRole); 11] = [
     ("messages_required_to_save", KeyRole::CreateOnly),
     ("size_of_messages_required_to_save", KeyRole::CreateOnly),
     ("preallocate_segments", KeyRole::CreateOnly),
+    // Not in the 0.12.2 catalog (so not described): the key Iggy's own 0.9.0-edge tools
+    // send instead of `durability` (iggy-bench --enforce-fsync). `true` makes the topic
+    // `persisted`, whatever `durability` says; `false` changes nothing.
+    ("enforce_fsync", KeyRole::CreateOnly),
 ];
 const TOPIC_REPLICATION_KEY: (&str, KeyRole) = ("replication_factor", KeyRole::CreateOnly);
 
@@ -123,8 +127,17 @@ pub fn resolve_topic_options(
 ) -> Result<TopicSettings, Refusal> {
     check_create_keys(OptionScope::Topic, options)?;
     let mut settings = *defaults;
+    let mut enforce_fsync = false;
     for (key, value) in &options.0 {
+        if key.as_str() == "enforce_fsync" {
+            let invalid = Refusal::TopicOption(TopicOption::InvalidValue);
+            enforce_fsync |= boolean(value).ok_or(invalid)?;
+            continue;
+        }
         apply_topic_value(&mut settings, key.as_str(), value, defaults)?;
+    }
+    if enforce_fsync {
+        settings.durability = Durability::Persisted;
     }
     check_topic_settings(&settings, partitions_count)?;
     Ok(settings)
@@ -208,6 +221,16 @@ fn apply_topic_value(
         _ => return Err(Refusal::TopicOption(TopicOption::UnsupportedKey)),
     }
     Ok(())
+}
+
+/// A `Bool`, or the text `true` / `false` (as Iggy's tools may send it).
+fn boolean(value: &TlvEntry) -> Option<bool> {
+    match value.as_str() {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => None,
+        None => value.as_bool(),
+    }
 }
 
 fn compression(value: &TlvEntry) -> Option<bool> {
@@ -584,5 +607,50 @@ mod tests {
             5
         );
         assert_eq!(option_descriptors(OptionScope::User, &defaults).0.len(), 2);
+    }
+
+    fn options(entries: &[(&str, TlvEntry)]) -> OptionsBlock {
+        OptionsBlock(
+            entries
+                .iter()
+                .map(|(key, value)| (WireName::new(*key).unwrap(), value.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn enforce_fsync_makes_a_topic_persisted() {
+        let defaults = TopicSettings::default();
+        let resolve = |entries: &[(&str, TlvEntry)]| {
+            resolve_topic_options(&options(entries), &defaults, 1).map(|s| s.durability)
+        };
+        let replicated = || TlvEntry::string("replicated").unwrap();
+        assert_eq!(
+            resolve(&[("enforce_fsync", TlvEntry::boolean(true))]),
+            Ok(Durability::Persisted)
+        );
+        assert_eq!(
+            resolve(&[("enforce_fsync", TlvEntry::string("true").unwrap())]),
+            Ok(Durability::Persisted)
+        );
+        // Whichever order, an explicit `replicated` does not undo it.
+        assert_eq!(
+            resolve(&[
+                ("enforce_fsync", TlvEntry::boolean(true)),
+                ("durability", replicated()),
+            ]),
+            Ok(Durability::Persisted)
+        );
+        assert_eq!(
+            resolve(&[("enforce_fsync", TlvEntry::boolean(false))]),
+            Ok(Durability::Replicated)
+        );
+        assert_eq!(
+            resolve(&[("enforce_fsync", TlvEntry::uint64(1))]),
+            Err(Refusal::TopicOption(TopicOption::InvalidValue))
+        );
+        // It stays out of the 0.12.2 catalog.
+        let described = option_descriptors(OptionScope::Topic, &defaults).0;
+        assert!(described.iter().all(|d| d.key.as_str() != "enforce_fsync"));
     }
 }
