@@ -407,6 +407,15 @@ impl Server {
             log::info!("session of client {client_id:#x} ended: no connection for 60 s");
             self.data.leave_all_groups(client_id, now_us);
         }
+        self.complete_handoffs(now_us);
+    }
+
+    /// Completes the consumer-group hand-offs that may complete now: the old owner's data
+    /// is no longer in flight, or the rebalancing timeout passed. Cheap when none is
+    /// pending; the runtime calls it often (leader only), since a stored offset or a
+    /// finished poll that ends a hand-off's wait tells the group nothing by itself, and the
+    /// new owner gets nothing from the partition until the hand-off completes.
+    pub fn complete_handoffs(&self, now_us: u64) {
         for group in self.data.tick_groups(now_us) {
             log::debug!(
                 "group {}/{}/{}: hand-off completed",

@@ -12,7 +12,8 @@
 //!   slot order).
 //! - Cooperative hand-off, as the reference server does it: a partition whose target moves from
 //!   one live member to another is first marked as being revoked (the owner's sync no longer
-//!   lists it and its polls of it are refused, while it may still commit), then moves once
+//!   lists it and its polls of it are refused, while it may still commit; the new owner's
+//!   sync lists it already, its polls refused until it moves), then moves once
 //!   it has no data *in flight* — a poll of it running, or offsets served beyond what the
 //!   group has committed — or `rebalancing_timeout` passes; with nothing in flight, at the
 //!   next [`GroupRuntime::complete_revocations`] (the sequencer calls it right after it
@@ -27,7 +28,8 @@
 //!   over-assigned member's highest extras to members that own nothing. Both spread evenly;
 //!   ours may move more partitions on a join, each under the same in-flight rule.
 //! - A pending hand-off completes at the next membership request of the group (sync, join,
-//!   leave) or the sequencer's tick (every half heartbeat interval), not within 10 ms.
+//!   leave) or the runtime's next hand-off check (`Server::complete_handoffs`: every 10 ms
+//!   in the server, as often as the reference looks), not on a stored offset itself.
 //! - A closed connection leaves its client's groups at once, as there; its session stays
 //!   for a `BIND_SESSION` until it expires, where the reference logs it out.
 //! - A 0.12.2 poll of a partition the member does not own (or is handing off) is refused
@@ -227,13 +229,20 @@ impl GroupRuntime {
     }
 
     /// The member's heartbeat: completes the hand-offs that may complete and returns the
-    /// partitions it may poll; `None` when it is not a member.
+    /// partitions it may poll and those being handed to it, ascending; `None` when it is not
+    /// a member.
+    ///
+    /// The incoming ones are listed although their polls are refused (`5009`) until the
+    /// hand-off completes: the SDK re-syncs on that refusal, so the member takes a partition
+    /// as soon as it moves. Left out, a member whose partitions were all still in flight at
+    /// its join was told it had none and polled nothing until its next heartbeat, 5 s later
+    /// (iggy-bench's end-to-end consumer groups: messages of up to 4.9 s).
     pub fn sync(&mut self, client_id: u128, now_us: u64, config: &GroupConfig) -> Option<Vec<u32>> {
         if !self.members.contains_key(&client_id) {
             return None;
         }
         self.complete_revocations(now_us, config);
-        Some(self.owned_by(client_id))
+        Some(self.owned_or_incoming(client_id))
     }
 
     /// The group's stored offset on `partition_id` is `offset` (`None`: nothing stored).
@@ -342,10 +351,13 @@ impl GroupRuntime {
         members
     }
 
-    fn owned_by(&self, client_id: u128) -> Vec<u32> {
+    fn owned_or_incoming(&self, client_id: u128) -> Vec<u32> {
         self.owners
             .iter()
-            .filter(|(_, ownership)| ownership.owner == client_id && ownership.revoking.is_none())
+            .filter(|(_, ownership)| match ownership.revoking {
+                None => ownership.owner == client_id,
+                Some(revocation) => revocation.to == client_id,
+            })
             .map(|(partition, _)| *partition)
             .collect()
     }
