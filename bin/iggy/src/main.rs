@@ -514,9 +514,9 @@ async fn tick(server: Rc<Server>, period: Duration) {
 }
 
 /// How often the leader looks for consumer-group hand-offs that may complete. The reference
-/// server checks every 10 ms too; with only the half-heartbeat tick, a partition moving to
-/// a new member stayed unserved for up to 2.5 s after the old owner's commit caught up
-/// (iggy-bench end-to-end-producing-consumer-group: polls of up to 4.9 s).
+/// server checks every 10 ms too; with only the half-heartbeat tick and the members'
+/// requests, a partition moving to a new member could wait up to 2.5 s after the old
+/// owner's commit caught up. A check that completes nothing publishes nothing.
 const HANDOFF_CHECK: Duration = Duration::from_millis(10);
 
 /// Completes consumer-group hand-offs as soon as they may (see [`HANDOFF_CHECK`]).

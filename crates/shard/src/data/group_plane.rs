@@ -188,7 +188,19 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         handing_off
             .into_iter()
             .filter(|key| {
-                self.change_group(*key, |group| group.tick(now_us, &config)) == Some(true)
+                let mut groups = self.groups.borrow_mut();
+                let Some(group) = groups.get_mut(key) else {
+                    return false;
+                };
+                // The revocations are published already (the `leases` order): read the
+                // flights, complete what may complete, and publish only a change. This
+                // runs every 10 ms while a hand-off waits.
+                self.load_flights(*key, group);
+                let completed = group.tick(now_us, &config);
+                if completed {
+                    self.publish(*key, group);
+                }
+                completed
             })
             .collect()
     }

@@ -12,8 +12,7 @@
 //!   slot order).
 //! - Cooperative hand-off, as the reference server does it: a partition whose target moves from
 //!   one live member to another is first marked as being revoked (the owner's sync no longer
-//!   lists it and its polls of it are refused, while it may still commit; the new owner's
-//!   sync lists it already, its polls refused until it moves), then moves once
+//!   lists it and its polls of it are refused, while it may still commit), then moves once
 //!   it has no data *in flight* — a poll of it running, or offsets served beyond what the
 //!   group has committed — or `rebalancing_timeout` passes; with nothing in flight, at the
 //!   next [`GroupRuntime::complete_revocations`] (the sequencer calls it right after it
@@ -229,20 +228,28 @@ impl GroupRuntime {
     }
 
     /// The member's heartbeat: completes the hand-offs that may complete and returns the
-    /// partitions it may poll and those being handed to it, ascending; `None` when it is not
-    /// a member.
+    /// partitions it may poll; `None` when it is not a member.
     ///
-    /// The incoming ones are listed although their polls are refused (`5009`) until the
-    /// hand-off completes: the SDK re-syncs on that refusal, so the member takes a partition
-    /// as soon as it moves. Left out, a member whose partitions were all still in flight at
-    /// its join was told it had none and polled nothing until its next heartbeat, 5 s later
-    /// (iggy-bench's end-to-end consumer groups: messages of up to 4.9 s).
+    /// Partitions still being handed to the member are not listed. Listing them (so the
+    /// member would poll them early) was tried: their polls are refused until they move,
+    /// and the 0.11.1-edge.9 reader backs off from such a refusal for 1, 2, 4, … s and stops
+    /// the partition at the sixth, while a 0.11.0 client restarts its round-robin on the
+    /// re-sync sentinel and starves the partitions listed after it.
     pub fn sync(&mut self, client_id: u128, now_us: u64, config: &GroupConfig) -> Option<Vec<u32>> {
         if !self.members.contains_key(&client_id) {
             return None;
         }
         self.complete_revocations(now_us, config);
-        Some(self.owned_or_incoming(client_id))
+        Some(self.owned_by(client_id))
+    }
+
+    /// Whether a partition is being handed to `client_id`.
+    pub fn has_incoming(&self, client_id: u128) -> bool {
+        self.owners.values().any(|ownership| {
+            ownership
+                .revoking
+                .is_some_and(|revocation| revocation.to == client_id)
+        })
     }
 
     /// The group's stored offset on `partition_id` is `offset` (`None`: nothing stored).
@@ -351,13 +358,10 @@ impl GroupRuntime {
         members
     }
 
-    fn owned_or_incoming(&self, client_id: u128) -> Vec<u32> {
+    fn owned_by(&self, client_id: u128) -> Vec<u32> {
         self.owners
             .iter()
-            .filter(|(_, ownership)| match ownership.revoking {
-                None => ownership.owner == client_id,
-                Some(revocation) => revocation.to == client_id,
-            })
+            .filter(|(_, ownership)| ownership.owner == client_id && ownership.revoking.is_none())
             .map(|(partition, _)| *partition)
             .collect()
     }

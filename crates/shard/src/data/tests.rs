@@ -346,6 +346,53 @@ fn group_polls_check_membership_and_ownership() {
     });
 }
 
+#[test]
+fn a_waiting_hand_off_completes_at_the_first_check_after_its_poll_ends() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        let meta = metadata(2, &[0]);
+        plane.open_all(&meta).await.unwrap();
+        send(&plane, &meta, 1).await;
+        let group = GroupKey {
+            stream_id: 0,
+            topic_id: 0,
+            group_id: 0,
+        };
+        plane.change_group(group, |group| group.join(5, 0)).unwrap();
+        // Member 5 is polling partition 1 when member 6 joins: the partition waits.
+        let selector = poll_selector(ConsumerKind::ConsumerGroup, Some(1), 10);
+        let polling = plane.plan_poll(&meta, &request(&selector, 5)).unwrap();
+        // The plane's clock is the system's: the hand-off's wait is measured from now.
+        let now = plane.clock.now_us();
+        plane
+            .change_group(group, |group| group.join(6, now))
+            .unwrap();
+        assert_eq!(
+            plane.with_group(group, GroupRuntime::is_handing_off),
+            Some(true)
+        );
+        // A check while the poll runs completes nothing and publishes nothing new.
+        let before = plane.group_views.pin().get(&group).cloned().unwrap();
+        assert!(plane.tick_groups(now + 1).is_empty());
+        let after = plane.group_views.pin().get(&group).cloned().unwrap();
+        assert!(Arc::ptr_eq(&before, &after));
+        // The poll ends having served nothing: the next check moves the partition.
+        drop(polling);
+        assert_eq!(plane.tick_groups(now + 2), vec![group]);
+        let view = plane.group_views.pin().get(&group).cloned().unwrap();
+        assert!(view.generation > before.generation);
+        assert_eq!(
+            plane.with_group(group, GroupRuntime::is_handing_off),
+            Some(false)
+        );
+        assert_eq!(
+            plane.with_group(group, |group| group.owner(1).map(|o| o.owner)),
+            Some(Some(6))
+        );
+    });
+}
+
 /// Sends a batch of `count` messages to partition `partition_id`.
 async fn send_to<S: Storage + Clone + 'static>(
     plane: &DataPlane<S>,

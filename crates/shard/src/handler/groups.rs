@@ -7,7 +7,7 @@ use proto::commands::Empty;
 use proto::commands::Request;
 use proto::commands::groups::{
     ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupMember, ConsumerGroupResponse,
-    ConsumerGroups,
+    ConsumerGroups, SyncConsumerGroup,
 };
 use proto::header::{Operation, RequestHeader};
 use proto::primitives::Identifier;
@@ -78,9 +78,18 @@ pub(crate) async fn handle(
             };
             return committed_or_refused(server, operation, deleted, commit);
         }
-        request @ (Request::JoinConsumerGroup(_)
-        | Request::LeaveConsumerGroup(_)
-        | Request::SyncConsumerGroup(_)) => membership(server, request, client_id, now),
+        Request::SyncConsumerGroup(sync) => {
+            await_incoming(server, &sync, client_id, now).await;
+            membership(
+                server,
+                Request::SyncConsumerGroup(sync),
+                client_id,
+                server.now_us(),
+            )
+        }
+        request @ (Request::JoinConsumerGroup(_) | Request::LeaveConsumerGroup(_)) => {
+            membership(server, request, client_id, now)
+        }
         _ => Err(Refusal::Malformed),
     };
     match result {
@@ -100,6 +109,41 @@ fn committed_or_refused(
     match result {
         Ok((body, committed)) => super::commit::committed_reply(server, operation, body, committed),
         Err(refusal) => Outcome::refused(operation, refusal, commit),
+    }
+}
+
+/// How long a `SYNC` waits for partitions being handed to its caller.
+const SYNC_HANDOFF_WAIT_US: u64 = 500_000;
+/// How often the waiting `SYNC` looks again (the leader checks hand-offs as often).
+const SYNC_HANDOFF_RECHECK_US: u64 = 10_000;
+
+/// Holds a `SYNC` (at most [`SYNC_HANDOFF_WAIT_US`]) while partitions are being handed to
+/// its caller, so the reply names them. The SDKs poll only what `SYNC` names and sync again
+/// at their next heartbeat (5 s), so a member that joined while its partitions were still
+/// in flight at their old owners read nothing from them for up to 5 s (iggy-bench's
+/// end-to-end consumer groups: messages of up to 4.9 s). Naming them before they move
+/// would not do: their polls are refused until then, and the 0.11.1-edge.9 reader backs off
+/// from such a refusal for seconds, a 0.11.0 client restarts its round-robin on it.
+async fn await_incoming(server: &Server, sync: &SyncConsumerGroup, client_id: u128, now: u64) {
+    let key = {
+        let metadata = server.metadata.borrow();
+        group_key(&metadata, &sync.stream_id, &sync.topic_id, &sync.group_id)
+    };
+    let Ok(Ok(key)) = key else {
+        return;
+    };
+    let deadline = now.saturating_add(SYNC_HANDOFF_WAIT_US);
+    while server
+        .data
+        .with_group(key, |group| group.has_incoming(client_id))
+        == Some(true)
+    {
+        let now = server.now_us();
+        if now >= deadline {
+            return;
+        }
+        let next = now.saturating_add(SYNC_HANDOFF_RECHECK_US).min(deadline);
+        server.node.clock.sleep_until(next).await;
     }
 }
 
