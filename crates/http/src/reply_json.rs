@@ -100,7 +100,7 @@ pub fn topic(topic: &TopicHeader) -> Value {
             .and_then(TlvEntry::as_u64)
             .unwrap_or(topic.message_expiry_micros),
         "compression_algorithm": option("compression_algorithm")
-            .and_then(TlvEntry::as_str)
+            .and_then(compression_name)
             .unwrap_or(if topic.compression == 2 { "gzip" } else { "none" }),
         "max_topic_size": option("max_topic_size")
             .and_then(TlvEntry::as_u64)
@@ -109,6 +109,19 @@ pub fn topic(topic: &TopicHeader) -> Value {
         "partitions_count": topic.partitions_count,
         "options": options(&topic.options, &topic.derived_options),
     })
+}
+
+/// The algorithm's name from its option, which a client may have sent as the name or as
+/// its code (Uint8 1 = none, 2 = gzip), and which is stored as sent.
+fn compression_name(value: &TlvEntry) -> Option<&str> {
+    if let Some(name) = value.as_str() {
+        return Some(name);
+    }
+    match (HeaderKind::from_u8(value.kind)?, value.data.as_bytes()) {
+        (HeaderKind::Uint8, [1]) => Some("none"),
+        (HeaderKind::Uint8, [2]) => Some("gzip"),
+        _ => None,
+    }
 }
 
 pub fn topic_details(details: &TopicDetails) -> Value {
@@ -542,5 +555,12 @@ mod tests {
         assert_eq!(json["compression_algorithm"], "gzip");
         assert_eq!(json["max_topic_size"], u64::MAX);
         assert_eq!(json["options"]["message_expiry"]["value"], "60000000");
+        // Sent as its code, the algorithm is still named.
+        let mut coded = header;
+        coded.options = OptionsBlock(vec![entry(
+            "compression_algorithm",
+            TlvEntry::new(proto::primitives::HeaderKind::Uint8, &[2]).unwrap(),
+        )]);
+        assert_eq!(topic(&coded)["compression_algorithm"], "gzip");
     }
 }

@@ -56,7 +56,8 @@ const TOPIC_KEYS: [(&str, KeyRole); 12] = [
     ("preallocate_segments", KeyRole::CreateOnly),
     // Not in the 0.12.2 catalog (so not described): the key Iggy's own 0.9.0-edge tools
     // send instead of `durability` (iggy-bench --enforce-fsync). `true` makes the topic
-    // `persisted`, whatever `durability` says; `false` changes nothing.
+    // `persisted` (with an explicit `durability` of `replicated` the pair is refused);
+    // `false` changes nothing.
     ("enforce_fsync", KeyRole::CreateOnly),
 ];
 const TOPIC_REPLICATION_KEY: (&str, KeyRole) = ("replication_factor", KeyRole::CreateOnly);
@@ -137,6 +138,13 @@ pub fn resolve_topic_options(
         apply_topic_value(&mut settings, key.as_str(), value, defaults)?;
     }
     if enforce_fsync {
+        // Both keys set and at odds: refused, as the topic could not report both.
+        let replicated = options
+            .get("durability")
+            .is_some_and(|value| durability(value) == Some(Durability::Replicated));
+        if replicated {
+            return Err(Refusal::TopicOption(TopicOption::InvalidValue));
+        }
         settings.durability = Durability::Persisted;
     }
     check_topic_settings(&settings, partitions_count)?;
@@ -633,11 +641,25 @@ mod tests {
             resolve(&[("enforce_fsync", TlvEntry::string("true").unwrap())]),
             Ok(Durability::Persisted)
         );
-        // Whichever order, an explicit `replicated` does not undo it.
+        // With an explicit `replicated` the pair is at odds, whichever order: refused.
         assert_eq!(
             resolve(&[
                 ("enforce_fsync", TlvEntry::boolean(true)),
                 ("durability", replicated()),
+            ]),
+            Err(Refusal::TopicOption(TopicOption::InvalidValue))
+        );
+        assert_eq!(
+            resolve(&[
+                ("durability", replicated()),
+                ("enforce_fsync", TlvEntry::boolean(true)),
+            ]),
+            Err(Refusal::TopicOption(TopicOption::InvalidValue))
+        );
+        assert_eq!(
+            resolve(&[
+                ("durability", TlvEntry::string("persisted").unwrap()),
+                ("enforce_fsync", TlvEntry::boolean(true)),
             ]),
             Ok(Durability::Persisted)
         );
