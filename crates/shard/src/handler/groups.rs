@@ -78,15 +78,7 @@ pub(crate) async fn handle(
             };
             return committed_or_refused(server, operation, deleted, commit);
         }
-        Request::SyncConsumerGroup(sync) => {
-            await_incoming(server, &sync, client_id, now).await;
-            membership(
-                server,
-                Request::SyncConsumerGroup(sync),
-                client_id,
-                server.now_us(),
-            )
-        }
+        Request::SyncConsumerGroup(sync) => sync_member(server, sync, client_id, now).await,
         request @ (Request::JoinConsumerGroup(_) | Request::LeaveConsumerGroup(_)) => {
             membership(server, request, client_id, now)
         }
@@ -145,6 +137,19 @@ async fn await_incoming(server: &Server, sync: &SyncConsumerGroup, client_id: u1
         let next = now.saturating_add(SYNC_HANDOFF_RECHECK_US).min(deadline);
         server.node.clock.sleep_until(next).await;
     }
+}
+
+/// `SYNC` (606), once the partitions on their way to the caller arrived or stopped being
+/// waited for ([`await_incoming`]).
+async fn sync_member(
+    server: &Server,
+    sync: SyncConsumerGroup,
+    client_id: u128,
+    now: u64,
+) -> Result<Body, Refusal> {
+    await_incoming(server, &sync, client_id, now).await;
+    let request = Request::SyncConsumerGroup(sync);
+    membership(server, request, client_id, server.now_us())
 }
 
 /// `JOIN` (604), `LEAVE` (605) and `SYNC` (606): the caller's membership.
