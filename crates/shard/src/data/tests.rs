@@ -277,19 +277,25 @@ fn send_refusals_and_key_partitioning() {
     });
 }
 
+/// A plane over two partitions with consumer group 0 and one message sent.
+async fn grouped(storage: &MemoryStorage) -> (DataPlane<MemoryStorage>, Metadata, GroupKey) {
+    let plane = plane(storage);
+    let meta = metadata(2, &[0]);
+    plane.open_all(&meta).await.unwrap();
+    send(&plane, &meta, 1).await;
+    let group = GroupKey {
+        stream_id: 0,
+        topic_id: 0,
+        group_id: 0,
+    };
+    (plane, meta, group)
+}
+
 #[test]
 fn group_polls_check_membership_and_ownership() {
     let storage = MemoryStorage::new();
     runtime().block_on(async {
-        let plane = plane(&storage);
-        let meta = metadata(2, &[0]);
-        plane.open_all(&meta).await.unwrap();
-        send(&plane, &meta, 1).await;
-        let group = GroupKey {
-            stream_id: 0,
-            topic_id: 0,
-            group_id: 0,
-        };
+        let (plane, meta, group) = grouped(&storage).await;
         let selector = poll_selector(ConsumerKind::ConsumerGroup, Some(1), 10);
         let refusal = plane.plan_poll(&meta, &request(&selector, 5)).err();
         assert_eq!(
@@ -350,15 +356,7 @@ fn group_polls_check_membership_and_ownership() {
 fn a_waiting_hand_off_completes_at_the_first_check_after_its_poll_ends() {
     let storage = MemoryStorage::new();
     runtime().block_on(async {
-        let plane = plane(&storage);
-        let meta = metadata(2, &[0]);
-        plane.open_all(&meta).await.unwrap();
-        send(&plane, &meta, 1).await;
-        let group = GroupKey {
-            stream_id: 0,
-            topic_id: 0,
-            group_id: 0,
-        };
+        let (plane, meta, group) = grouped(&storage).await;
         plane.change_group(group, |group| group.join(5, 0)).unwrap();
         // Member 5 is polling partition 1 when member 6 joins: the partition waits.
         let selector = poll_selector(ConsumerKind::ConsumerGroup, Some(1), 10);
