@@ -29,6 +29,9 @@
 //! - A pending hand-off completes at the next membership request of the group (sync, join,
 //!   leave) or the runtime's next hand-off check (`Server::complete_handoffs`: every 10 ms
 //!   in the server, as often as the reference looks), not on a stored offset itself.
+//! - A `SYNC` whose caller has partitions on their way to it waits for them (at most 0.5 s,
+//!   `handler::groups`), so a member that joins while they are in flight learns of them at
+//!   once rather than at its next heartbeat.
 //! - A closed connection leaves its client's groups at once, as there; its session stays
 //!   for a `BIND_SESSION` until it expires, where the reference logs it out.
 //! - A 0.12.2 poll of a partition the member does not own (or is handing off) is refused
