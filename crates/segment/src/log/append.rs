@@ -105,6 +105,7 @@ impl<S: Storage> PartitionLog<S> {
         // stays last, the next append rolls again and reopens the files that exist.
         let segment = Segment::create(&self.storage, &self.directory, next_offset).await?;
         self.segments.push(segment);
+        self.preallocated_to = 0;
         // The new names must be durable before a record in them is acknowledged.
         let synced = self.storage.sync_dir(&self.directory).await;
         let directory = self.directory.clone();
@@ -121,9 +122,10 @@ impl<S: Storage> PartitionLog<S> {
         message_count: u32,
         timestamp: u64,
     ) -> (Result<(), AppendError>, B) {
-        let active = self.active_mut();
-        let position = active.size_bytes;
+        let position = self.active().size_bytes;
         let length = batch.buf_len() as u64;
+        self.preallocate(position, length).await;
+        let active = self.active_mut();
         let (result, batch) = active.log.write_all_at(batch, position).await;
         if let Err(source) = result {
             // A short write (a full disk) may have stored part of the record: cut it, so the

@@ -315,10 +315,19 @@ fn is_no_space(error: &AppendError) -> bool {
     matches!(error, AppendError::Io { source, .. } if source.raw_os_error() == Some(28))
 }
 
+/// `config` without reservations ahead of the log's end, for the tests that model a full
+/// disk byte by byte (a reservation takes writes that would otherwise fail).
+fn unreserved(segment_size_bytes: u64, durability: Durability) -> LogConfig {
+    LogConfig {
+        preallocate_bytes: 0,
+        ..config(segment_size_bytes, durability)
+    }
+}
+
 /// Offsets 0..6 in one segment, then the disk is left `slack` bytes.
 fn nearly_full(durability: Durability, slack: u64) -> (MemoryStorage, PartitionLog<MemoryStorage>) {
     let storage = MemoryStorage::new();
-    let (mut log, _) = open(&storage, config(1 << 20, durability));
+    let (mut log, _) = open(&storage, unreserved(1 << 20, durability));
     for round in 0..3 {
         append(&mut log, batch(2, PAYLOAD), 10 + round);
     }
@@ -363,11 +372,11 @@ fn a_full_disk_refuses_an_append_cleanly_and_the_retry_takes_its_offset() {
             check_dense(&log, 8);
             drop(log);
             storage.crash(CrashMode::ProcessOnly);
-            let (log, _) = open(&storage, config(1 << 20, durability));
+            let (log, _) = open(&storage, unreserved(1 << 20, durability));
             check_dense(&log, 8);
             drop(log);
             storage.crash(CrashMode::DropUnsynced);
-            let (log, _) = open(&storage, config(1 << 20, durability));
+            let (log, _) = open(&storage, unreserved(1 << 20, durability));
             let kept = all(&log);
             if durability == Durability::Persisted {
                 assert_eq!(kept, (0..8).collect::<Vec<_>>(), "slack {slack}");
@@ -397,7 +406,7 @@ fn freeing_space_by_deleting_a_segment_lets_appends_go_on() {
 #[test]
 fn bytes_a_failed_write_left_behind_are_trimmed_before_a_seal() {
     let storage = MemoryStorage::new();
-    let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    let (mut log, _) = open(&storage, unreserved(SEGMENT_BYTES, Durability::Persisted));
     for round in 0..2 {
         append(&mut log, batch(2, PAYLOAD), 10 + round);
     }
@@ -417,7 +426,7 @@ fn bytes_a_failed_write_left_behind_are_trimmed_before_a_seal() {
     let sealed = storage.contents(&log_path(0)).unwrap();
     assert_eq!(sealed.len(), 3 * RECORD_BYTES, "trimmed to its records");
     run(log.close()).unwrap();
-    let (log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    let (log, report) = open(&storage, unreserved(SEGMENT_BYTES, Durability::Persisted));
     assert!(!report.quarantined());
     check_dense(&log, 8);
 }
@@ -713,4 +722,82 @@ fn a_crash_on_a_full_disk_still_opens_and_keeps_the_agreeing_index_entries() {
         .contents(&SegmentPaths::new(&directory(), 0).index)
         .unwrap();
     assert_eq!(index.len(), 4 * 8);
+}
+
+/// `config` reserving `ahead` bytes past the log's end.
+fn reserving(segment_size_bytes: u64, ahead: u64) -> LogConfig {
+    LogConfig {
+        preallocate_bytes: ahead,
+        ..config(segment_size_bytes, Durability::Persisted)
+    }
+}
+
+#[test]
+fn appends_reserve_blocks_ahead_within_the_segment_and_a_seal_or_close_releases_them() {
+    let storage = MemoryStorage::new();
+    let record = RECORD_BYTES as u64;
+    let (mut log, _) = open(&storage, reserving(SEGMENT_BYTES, 100));
+    let allocated = |start: u64| storage.allocated_bytes(&log_path(start)).unwrap();
+    let length = |start: u64| storage.contents(&log_path(start)).unwrap().len() as u64;
+    append(&mut log, batch(2, PAYLOAD), 10);
+    assert_eq!((length(0), allocated(0)), (record, record + 100));
+    // A record past the reservation extends it.
+    append(&mut log, batch(2, PAYLOAD), 11);
+    assert_eq!(allocated(0), 2 * record + 100);
+    // Never past the segment size, unless the record itself passes it.
+    append(&mut log, batch(2, PAYLOAD), 12);
+    assert_eq!((length(0), allocated(0)), (3 * record, 3 * record));
+    append(&mut log, batch(2, PAYLOAD), 13);
+    assert_eq!(log.segments().count(), 2, "rolled");
+    assert_eq!(
+        allocated(0),
+        length(0),
+        "the seal released the sealed segment's reservation"
+    );
+    assert_eq!(allocated(6), record + 100);
+    run(log.close()).unwrap();
+    assert_eq!(allocated(6), length(6), "the close released it");
+    let (log, report) = open(&storage, reserving(SEGMENT_BYTES, 100));
+    assert!(report.clean && report.cuts.is_empty(), "{report:?}");
+    assert_eq!(all(&log), (0..8).collect::<Vec<_>>());
+    // `preallocate_segments`: the whole segment at its first append.
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, reserving(SEGMENT_BYTES, SEGMENT_BYTES));
+    append(&mut log, batch(2, PAYLOAD), 10);
+    assert_eq!(storage.allocated_bytes(&log_path(0)), Some(SEGMENT_BYTES));
+}
+
+#[test]
+fn a_reservation_made_before_the_disk_filled_takes_appends_until_it_is_used_up() {
+    let record = RECORD_BYTES as u64;
+    for durability in [Durability::Replicated, Durability::Persisted] {
+        let config = LogConfig {
+            durability,
+            ..reserving(1 << 20, 2 * record + 10)
+        };
+        let storage = MemoryStorage::new();
+        let (mut log, _) = open(&storage, config);
+        append(&mut log, batch(2, PAYLOAD), 10);
+        storage.set_capacity(Some(storage.used_bytes()));
+        for round in 0..2 {
+            let appended = append(&mut log, batch(2, PAYLOAD), 11 + round);
+            if appended.needs_sync {
+                run(log.sync()).unwrap();
+            }
+        }
+        // Used up, and the disk has nothing more to reserve: refused as without one.
+        let error = refused(&mut log);
+        assert!(is_no_space(&error), "{error}");
+        assert!(!log.refuses_appends());
+        assert_eq!(log.next_offset(), 6, "nothing acknowledged");
+        let length = storage.contents(&log_path(0)).unwrap().len();
+        assert_eq!(length, 3 * RECORD_BYTES, "no part of the record stays");
+        storage.set_capacity(None);
+        assert_eq!(append(&mut log, batch(2, PAYLOAD), 20).base_offset, 6);
+        run(log.sync()).unwrap();
+        drop(log);
+        storage.crash(CrashMode::DropUnsynced);
+        let (log, _) = open(&storage, config);
+        check_dense(&log, 8);
+    }
 }

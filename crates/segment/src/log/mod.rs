@@ -19,20 +19,23 @@
 //! - a refused `partition.state` write leaves the old reservation in force;
 //! - a segment roll that fails creating the next segment's files leaves the sealed segment
 //!   last, and the next append rolls again;
-//! - any failed fdatasync (log, index, state, directory) poisons the log ([`Refusal`]).
+//! - any failed fdatasync (log, index, state, directory) poisons the log ([`Refusal`]);
+//! - a failed preallocation changes nothing but the blocks reserved: the record is written
+//!   as it would have been without it (`preallocate.rs`).
 
 mod append;
 mod background_sync;
 mod config;
 mod error;
 pub(crate) mod open;
+mod preallocate;
 mod read;
 mod retention;
 mod segment;
 
 pub use append::Appended;
 pub use background_sync::SyncStart;
-pub use config::{Durability, LogConfig, SYNC_INTERVAL_DEFAULT_US};
+pub use config::{Durability, LogConfig, PREALLOCATE_BYTES_DEFAULT, SYNC_INTERVAL_DEFAULT_US};
 pub use error::{AppendError, OpenError, ReadError};
 pub use open::{Cut, Damage, RecoveryReport, find_intact};
 pub use read::{ReadStart, Records};
@@ -65,6 +68,11 @@ pub struct PartitionLog<S: Storage> {
     last_sync_start_us: Option<u64>,
     /// Why appends are refused for good, if they are.
     refusal: Option<Refusal>,
+    /// Blocks of the active segment's `.log` reserved so far, from its start
+    /// (`preallocate.rs`).
+    preallocated_to: u64,
+    /// Cleared when the file system has no `fallocate`: the log stops asking.
+    preallocation_supported: bool,
 }
 
 /// Why a log refuses every append (see the module invariants).
@@ -138,6 +146,8 @@ impl<S: Storage> PartitionLog<S> {
             unsynced_messages: 0,
             last_sync_start_us: None,
             refusal,
+            preallocated_to: 0,
+            preallocation_supported: true,
         };
         let recorded = if log.refusal.is_some() {
             log.record_quarantine(state.next_offset.max(log_next)).await
@@ -231,6 +241,8 @@ impl<S: Storage> PartitionLog<S> {
             None => {}
         }
         self.active_mut().write_entries().await?;
+        // The blocks reserved past the last record go back to the file system.
+        self.active().trim().await?;
         self.sync().await?;
         let next_offset = self.next_offset();
         let boot_id = self.storage.boot_id().unwrap_or_default();

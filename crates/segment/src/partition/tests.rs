@@ -726,6 +726,10 @@ impl<F: StorageFile> StorageFile for CountingFile<F> {
     async fn set_len(&self, length: u64) -> io::Result<()> {
         self.inner.set_len(length).await
     }
+
+    async fn preallocate(&self, position: u64, length: u64) -> io::Result<()> {
+        self.inner.preallocate(position, length).await
+    }
 }
 
 /// A fresh directory under `std::env::temp_dir()`, removed on drop.
@@ -786,7 +790,9 @@ fn delete_segments_keeps_the_active_one_and_updates_the_stats() {
 fn a_full_disk_refuses_an_append_and_the_same_batch_then_takes_its_offset() {
     let storage = MemoryStorage::new();
     runtime().block_on(async {
-        let spec = spec(&directory(), Durability::Persisted);
+        let mut spec = spec(&directory(), Durability::Persisted);
+        // No reservation ahead: it would take the append this test wants refused.
+        spec.log.preallocate_bytes = 0;
         let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
             .await
             .unwrap();

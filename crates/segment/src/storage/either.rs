@@ -124,4 +124,8 @@ impl<L: StorageFile, R: StorageFile> StorageFile for EitherFile<L, R> {
     async fn set_len(&self, length: u64) -> io::Result<()> {
         either_file!(self, file => file.set_len(length).await)
     }
+
+    async fn preallocate(&self, position: u64, length: u64) -> io::Result<()> {
+        either_file!(self, file => file.preallocate(position, length).await)
+    }
 }

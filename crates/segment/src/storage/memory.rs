@@ -7,6 +7,8 @@
 //! so a test can crash a multi-step update at every step. [`MemoryStorage::set_capacity`]
 //! models a full disk: a write or extension past the capacity stores what fits and fails
 //! with `ENOSPC`, as a short write followed by a failed one does on a real file system.
+//! Space a file reserved with `preallocate` counts as used, and writes into it always fit,
+//! until a `set_len` of that file releases it.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +36,16 @@ struct FileState {
     entry_durable: bool,
     /// Set by a rename until its directory is synced.
     origin: Option<Origin>,
+    /// The end of the space [`StorageFile::preallocate`] reserved; it counts against the
+    /// capacity beyond `live` until a `set_len` releases it.
+    reserved: usize,
+}
+
+impl FileState {
+    /// Bytes the file takes from the capacity: its contents, or its reservation if larger.
+    fn allocated(&self) -> usize {
+        self.live.len().max(self.reserved)
+    }
 }
 
 /// What a power loss restores when it undoes a rename that was not made durable.
@@ -61,9 +73,12 @@ struct State {
 }
 
 impl State {
-    /// Live bytes of every file.
+    /// Bytes of every file: its contents, or its reservation if larger.
     fn used_bytes(&self) -> u64 {
-        self.files.values().map(|file| file.live.len() as u64).sum()
+        self.files
+            .values()
+            .map(|file| file.allocated() as u64)
+            .sum()
     }
 
     /// The length `path` may grow to before the capacity is reached.
@@ -71,7 +86,7 @@ impl State {
         let Some(capacity) = self.capacity_bytes else {
             return usize::MAX;
         };
-        let own = self.files.get(path).map_or(0, |file| file.live.len());
+        let own = self.files.get(path).map_or(0, FileState::allocated);
         let free = capacity.saturating_sub(self.used_bytes());
         own.saturating_add(usize::try_from(free).unwrap_or(usize::MAX))
     }
@@ -119,17 +134,24 @@ impl MemoryStorage {
         self.state.borrow_mut().operations_left = operations;
     }
 
-    /// Limits the live bytes of all files together (`None` lifts the limit). A write or an
-    /// extension by `set_len` that would pass it stores the bytes that fit (a short write)
-    /// and fails with `ENOSPC`; truncations and removals free space. Lowering the capacity
-    /// below what is stored removes nothing.
+    /// Limits the bytes of all files together, their contents or reservations
+    /// (`None` lifts the limit). A write or an extension by `set_len` that would pass it
+    /// stores the bytes that fit (a short write) and fails with `ENOSPC`, but a write into a
+    /// file's own reservation always fits; truncations and removals free space. Lowering the
+    /// capacity below what is stored removes nothing.
     pub fn set_capacity(&self, capacity_bytes: Option<u64>) {
         self.state.borrow_mut().capacity_bytes = capacity_bytes;
     }
 
-    /// Live bytes of all files together.
+    /// Bytes of all files together, their contents or reservations.
     pub fn used_bytes(&self) -> u64 {
         self.state.borrow().used_bytes()
+    }
+
+    /// Bytes `path` takes from the capacity: its contents, or its reservation if larger.
+    pub fn allocated_bytes(&self, path: &Path) -> Option<u64> {
+        let state = self.state.borrow();
+        state.files.get(path).map(|file| file.allocated() as u64)
     }
 
     /// `fdatasync` calls so far, for group-commit tests.
@@ -463,9 +485,27 @@ impl StorageFile for MemoryFile {
         let fits = self.with_file(|file| {
             let stored = length.min(length_max.max(file.live.len()));
             file.live.resize(stored, 0);
+            file.reserved = 0;
             stored == length
         })?;
         if fits { Ok(()) } else { Err(no_space()) }
+    }
+
+    async fn preallocate(&self, position: u64, length: u64) -> io::Result<()> {
+        self.storage.take_operation()?;
+        let end = position
+            .checked_add(length)
+            .and_then(|end| usize::try_from(end).ok())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let length_max = self.storage.state.borrow().length_max(&self.path);
+        // As on a real file system, a full disk reserves what fits and fails.
+        let reserved = end.min(length_max);
+        self.with_file(|file| file.reserved = file.reserved.max(reserved))?;
+        if reserved == end {
+            Ok(())
+        } else {
+            Err(no_space())
+        }
     }
 }
 
@@ -707,5 +747,32 @@ mod tests {
         storage.set_capacity(None);
         write(&mut file, &[7; 64], 7);
         assert_eq!(storage.used_bytes(), 71);
+    }
+
+    #[test]
+    fn a_reservation_counts_as_used_and_writes_into_it_fit_on_a_full_disk() {
+        let storage = MemoryStorage::new();
+        let mut file = open(&storage, LOG);
+        write(&mut file, b"abc", 0);
+        storage.set_capacity(Some(10));
+        block_on_ready(file.preallocate(3, 5)).unwrap();
+        assert_eq!(storage.used_bytes(), 8, "reserved up to 8");
+        assert_eq!(contents(&storage, LOG).unwrap(), b"abc", "the size stays");
+        // Another file gets only what the reservation left.
+        let mut other = open(&storage, "/partition/1.log");
+        let (result, _) = block_on_ready(other.write_all_at(b"xyz".to_vec(), 0));
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(28));
+        assert_eq!(contents(&storage, "/partition/1.log").unwrap(), b"xy");
+        // The disk is full, but the reservation takes the write.
+        write(&mut file, b"defgh", 3);
+        assert_eq!(storage.used_bytes(), 10);
+        // A reservation past what is free takes what fits and fails.
+        let error = block_on_ready(file.preallocate(8, 4)).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(28));
+        // Cutting the file releases its reservation.
+        block_on_ready(file.set_len(2)).unwrap();
+        assert_eq!(storage.used_bytes(), 4);
+        write(&mut other, b"xyzuvw", 0);
+        assert_eq!(storage.used_bytes(), 8);
     }
 }

@@ -102,8 +102,16 @@ pub trait StorageFile {
     /// The file size in bytes.
     fn size(&self) -> impl Future<Output = io::Result<u64>>;
 
-    /// Truncates or extends (with zeros) the file.
+    /// Truncates or extends (with zeros) the file. Blocks reserved past the new length by
+    /// [`Self::preallocate`] are released.
     fn set_len(&self, length: u64) -> impl Future<Output = io::Result<()>>;
+
+    /// Reserves disk blocks for `position..position + length` without changing the file's
+    /// size (`fallocate` with `FALLOC_FL_KEEP_SIZE`), so later writes there land in allocated
+    /// space instead of extending the file through the file system's delayed allocation. A
+    /// full disk may leave part of the range reserved and fails with `ENOSPC`; a file system
+    /// without the call fails with `EOPNOTSUPP`.
+    fn preallocate(&self, position: u64, length: u64) -> impl Future<Output = io::Result<()>>;
 }
 
 /// Reads exactly `length` bytes at `position` into a fresh vector; a short file is an

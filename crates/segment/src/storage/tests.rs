@@ -40,6 +40,25 @@ async fn contract<S: Storage>(storage: &S, root: &Path) {
     contract_large_write(storage, root).await;
     contract_directories(storage, root).await;
     contract_rename_and_private(storage, root).await;
+    contract_preallocate(storage, root).await;
+}
+
+/// A reservation changes neither the size nor the bytes; writes into it land as any others.
+async fn contract_preallocate<S: Storage>(storage: &S, root: &Path) {
+    let path = root.join("reserved");
+    let mut file = storage.open(&path, true).await.unwrap();
+    write(&mut file, b"head", 0).await;
+    if let Err(error) = file.preallocate(2, 1 << 20).await {
+        // A file system without `fallocate` may refuse; nothing else may fail.
+        assert_eq!(error.raw_os_error(), Some(95), "{error}");
+    }
+    assert_eq!(file.size().await.unwrap(), 4, "the size stays");
+    write(&mut file, b"tail", 4).await;
+    assert_eq!(read_all(&file).await.unwrap(), b"headtail");
+    file.set_len(6).await.unwrap();
+    assert_eq!(read_all(&file).await.unwrap(), b"headta");
+    drop(file);
+    storage.remove_file(&path).await.unwrap();
 }
 
 /// Renames replace their target; private files and directories are created like the others.
@@ -327,6 +346,10 @@ impl StorageFile for ShortReads {
     async fn set_len(&self, _length: u64) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    async fn preallocate(&self, _position: u64, _length: u64) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 #[test]
@@ -342,4 +365,35 @@ fn read_exact_at_reads_into_the_vector_it_returns() {
     // one's bytes: nothing was read elsewhere and copied in.
     let base = bytes.as_ptr() as usize;
     assert_eq!(*file.targets.borrow(), [base, base + 16, base + 32]);
+}
+
+/// On a real file system a reservation takes blocks past the end without changing the size,
+/// and cutting the file to its size gives them back (as a seal's trim does).
+#[cfg(feature = "compio")]
+#[test]
+fn compio_reserves_blocks_past_the_end_and_a_cut_releases_them() {
+    use std::os::unix::fs::MetadataExt;
+
+    let directory = TempDir::new("compio-reserve");
+    let storage = super::compio::CompioStorage::new();
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        storage.create_dir_all(&directory.0).await.unwrap();
+        let path = directory.0.join("log");
+        let mut file = storage.open(&path, true).await.unwrap();
+        write(&mut file, &[5; 4096], 0).await;
+        let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+        match file.preallocate(4096, 4 << 20).await {
+            Ok(()) => {}
+            Err(error) if error.raw_os_error() == Some(95) => {
+                println!("skipped: the temp directory's file system has no fallocate");
+                return;
+            }
+            Err(error) => panic!("{error}"),
+        }
+        assert_eq!(file.size().await.unwrap(), 4096);
+        assert!(allocated() >= 4096 + (4 << 20), "reserved: {}", allocated());
+        file.set_len(4096).await.unwrap();
+        assert!(allocated() < 1 << 20, "released: {}", allocated());
+    });
 }

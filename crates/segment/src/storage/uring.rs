@@ -219,6 +219,16 @@ impl StorageFile for UringFile {
     fn set_len(&self, length: u64) -> impl Future<Output = io::Result<()>> {
         ready(self.file.set_len(length))
     }
+
+    fn preallocate(&self, position: u64, length: u64) -> impl Future<Output = io::Result<()>> {
+        const FALLOC_FL_KEEP_SIZE: i32 = 1;
+        let entry = opcode::Fallocate::new(self.descriptor(), length)
+            .offset(position)
+            .mode(FALLOC_FL_KEEP_SIZE)
+            .build();
+        // SAFETY: a fallocate SQE points at no memory, and `self.file` outlives the call.
+        ready(unsafe { self.ring.borrow_mut().complete(&entry) }.map(drop))
+    }
 }
 
 /// The ring and whether it may still be entered.

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use segment::layout::partition_directory;
-use segment::log::{Durability, LogConfig, SYNC_INTERVAL_DEFAULT_US};
+use segment::log::{Durability, LogConfig, PREALLOCATE_BYTES_DEFAULT, SYNC_INTERVAL_DEFAULT_US};
 use segment::storage::Storage;
 use segment::storage::either::Either;
 
@@ -688,6 +688,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
                 sync_interval_us: self.sync_interval_us,
                 validate_checksum: self.validate_checksum,
+                // `preallocate_segments` reserves each segment whole; otherwise a few MiB
+                // ahead of its end.
+                preallocate_bytes: if settings.preallocate_segments {
+                    settings.segment_size_bytes
+                } else {
+                    PREALLOCATE_BYTES_DEFAULT
+                },
             },
             offsets_durability: settings.consumer_offset_durability,
         }
