@@ -32,16 +32,34 @@ pub struct LogConfig {
     /// batch checksum, which covers its header and its messages' checksums but not their
     /// payloads.
     pub validate_checksum: bool,
-    /// Bytes of the active segment's `.log` reserved ahead of its end (`fallocate`, the size
-    /// unchanged), so appends write into allocated blocks instead of extending the file
-    /// through the file system's delayed allocation; never past the segment size. 0: none.
-    pub preallocate_bytes: u64,
+    /// Disk blocks the active segment's `.log` reserves ahead of its end (`preallocate.rs`).
+    pub preallocation: Preallocation,
 }
 
-/// [`LogConfig::preallocate_bytes`] by default: on ext4 a 1 MiB append into reserved blocks
-/// took 0.72× the time of one extending the file, with reservations of 2 MiB and more
-/// alike (`bench/RESULTS.md`), and it bounds the space a partition holds past its data.
-pub const PREALLOCATE_BYTES_DEFAULT: u64 = 4 << 20;
+/// Blocks reserved ahead of a log's appends (`fallocate`, the size unchanged), so they write
+/// into allocated blocks instead of extending the file through the file system's delayed
+/// allocation. Never past the segment size, and only while the file system keeps
+/// [`RESERVE_FREE_MIN_BYTES`] and a tenth of its size free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preallocation {
+    Off,
+    /// Records of at least [`RESERVE_RECORD_MIN_BYTES`] reserve four such records ahead, at
+    /// most this many bytes; smaller ones reserve nothing (what they gained was within
+    /// noise, and a partition of small records would hold its reservation for days).
+    Ahead(u64),
+    /// The whole segment at its first append (the topic option `preallocate_segments`).
+    Segment,
+}
+
+/// [`Preallocation::Ahead`] by default: on ext4 a 1 MiB append into reserved blocks took
+/// 0.72× the time of one extending the file, with reservations of 2 MiB and more alike
+/// (`bench/RESULTS.md`).
+pub const PREALLOCATE_AHEAD_DEFAULT: u64 = 4 << 20;
+/// The smallest record that reserves blocks ahead under [`Preallocation::Ahead`].
+pub const RESERVE_RECORD_MIN_BYTES: u64 = 256 << 10;
+/// Free space a reservation always leaves on its file system, so reserved blocks never
+/// turn a nearly full disk into a full one.
+pub const RESERVE_FREE_MIN_BYTES: u64 = 1 << 30;
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -53,7 +71,7 @@ impl Default for LogConfig {
             sync_interval_us: SYNC_INTERVAL_DEFAULT_US,
             // As the server's default: a record damaged at rest is refused, not served.
             validate_checksum: true,
-            preallocate_bytes: PREALLOCATE_BYTES_DEFAULT,
+            preallocation: Preallocation::Ahead(PREALLOCATE_AHEAD_DEFAULT),
         }
     }
 }

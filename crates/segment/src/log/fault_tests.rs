@@ -319,7 +319,7 @@ fn is_no_space(error: &AppendError) -> bool {
 /// disk byte by byte (a reservation takes writes that would otherwise fail).
 fn unreserved(segment_size_bytes: u64, durability: Durability) -> LogConfig {
     LogConfig {
-        preallocate_bytes: 0,
+        preallocation: Preallocation::Off,
         ..config(segment_size_bytes, durability)
     }
 }
@@ -724,80 +724,135 @@ fn a_crash_on_a_full_disk_still_opens_and_keeps_the_agreeing_index_entries() {
     assert_eq!(index.len(), 4 * 8);
 }
 
-/// `config` reserving `ahead` bytes past the log's end.
-fn reserving(segment_size_bytes: u64, ahead: u64) -> LogConfig {
+/// A payload whose record is large enough to reserve blocks ahead.
+const LARGE: usize = 300_000;
+/// The record of one message of [`LARGE`] bytes.
+const LARGE_RECORD: u64 = 256 + 48 + LARGE as u64;
+
+/// A batch of one message of [`LARGE`] bytes.
+fn large() -> Vec<u8> {
+    batch(1, &vec![7; LARGE])
+}
+
+/// `config` with `preallocation`.
+fn reserving(segment_size_bytes: u64, preallocation: Preallocation) -> LogConfig {
     LogConfig {
-        preallocate_bytes: ahead,
+        preallocation,
         ..config(segment_size_bytes, Durability::Persisted)
     }
 }
 
 #[test]
-fn appends_reserve_blocks_ahead_within_the_segment_and_a_seal_or_close_releases_them() {
+fn large_records_reserve_blocks_ahead_within_the_segment_and_a_seal_or_close_releases_them() {
     let storage = MemoryStorage::new();
-    let record = RECORD_BYTES as u64;
-    let (mut log, _) = open(&storage, reserving(SEGMENT_BYTES, 100));
+    let record = LARGE_RECORD;
+    let segment = 2_000_000;
+    let config = reserving(segment, Preallocation::Ahead(1 << 20));
+    let (mut log, _) = open(&storage, config);
     let allocated = |start: u64| storage.allocated_bytes(&log_path(start)).unwrap();
     let length = |start: u64| storage.contents(&log_path(start)).unwrap().len() as u64;
-    append(&mut log, batch(2, PAYLOAD), 10);
-    assert_eq!((length(0), allocated(0)), (record, record + 100));
-    // A record past the reservation extends it.
-    append(&mut log, batch(2, PAYLOAD), 11);
-    assert_eq!(allocated(0), 2 * record + 100);
-    // Never past the segment size, unless the record itself passes it.
-    append(&mut log, batch(2, PAYLOAD), 12);
-    assert_eq!((length(0), allocated(0)), (3 * record, 3 * record));
-    append(&mut log, batch(2, PAYLOAD), 13);
-    assert_eq!(log.segments().count(), 2, "rolled");
+    append(&mut log, large(), 10);
+    assert_eq!(
+        (length(0), allocated(0)),
+        (record, 1 << 20),
+        "four records, at most 1 MiB"
+    );
+    for round in 0..2 {
+        append(&mut log, large(), 11 + round);
+    }
     assert_eq!(
         allocated(0),
-        length(0),
-        "the seal released the sealed segment's reservation"
+        1 << 20,
+        "within the reservation: nothing more"
     );
-    assert_eq!(allocated(6), record + 100);
+    append(&mut log, large(), 13);
+    assert_eq!(allocated(0), 3 * record + (1 << 20), "the next range");
+    for round in 0..3 {
+        append(&mut log, large(), 14 + round);
+    }
+    assert_eq!(
+        (length(0), allocated(0)),
+        (7 * record, 7 * record),
+        "never past the segment, unless the record itself passes it"
+    );
+    append(&mut log, large(), 20);
+    assert_eq!(log.segments().count(), 2, "rolled");
+    assert_eq!(allocated(0), length(0), "the seal released what was left");
+    assert_eq!(allocated(7), 1 << 20);
     run(log.close()).unwrap();
-    assert_eq!(allocated(6), length(6), "the close released it");
-    let (log, report) = open(&storage, reserving(SEGMENT_BYTES, 100));
+    assert_eq!(allocated(7), length(7), "the close released it");
+    let (log, report) = open(&storage, config);
     assert!(report.clean && report.cuts.is_empty(), "{report:?}");
     assert_eq!(all(&log), (0..8).collect::<Vec<_>>());
-    // `preallocate_segments`: the whole segment at its first append.
+}
+
+#[test]
+fn small_records_and_a_disk_short_of_space_reserve_nothing() {
     let storage = MemoryStorage::new();
-    let (mut log, _) = open(&storage, reserving(SEGMENT_BYTES, SEGMENT_BYTES));
+    let (mut log, _) = open(
+        &storage,
+        reserving(SEGMENT_BYTES, Preallocation::Ahead(1 << 20)),
+    );
+    append(&mut log, batch(2, PAYLOAD), 10);
+    assert_eq!(
+        storage.allocated_bytes(&log_path(0)),
+        Some(RECORD_BYTES as u64)
+    );
+    // A reservation must leave 1 GiB and a tenth of the file system free.
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, reserving(1 << 31, Preallocation::Ahead(1 << 20)));
+    let short = RESERVE_FREE_MIN_BYTES + (1 << 20) - 1;
+    storage.set_capacity(Some(storage.used_bytes() + short));
+    append(&mut log, large(), 10);
+    assert_eq!(storage.allocated_bytes(&log_path(0)), Some(LARGE_RECORD));
+    storage.set_capacity(Some(20 << 30));
+    append(&mut log, large(), 11);
+    assert_eq!(
+        storage.allocated_bytes(&log_path(0)),
+        Some(LARGE_RECORD + (1 << 20))
+    );
+}
+
+#[test]
+fn preallocate_segments_reserves_the_whole_segment_at_its_first_append() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, reserving(SEGMENT_BYTES, Preallocation::Segment));
     append(&mut log, batch(2, PAYLOAD), 10);
     assert_eq!(storage.allocated_bytes(&log_path(0)), Some(SEGMENT_BYTES));
 }
 
 #[test]
 fn a_reservation_made_before_the_disk_filled_takes_appends_until_it_is_used_up() {
-    let record = RECORD_BYTES as u64;
+    let record = usize::try_from(LARGE_RECORD).unwrap();
     for durability in [Durability::Replicated, Durability::Persisted] {
         let config = LogConfig {
             durability,
-            ..reserving(1 << 20, 2 * record + 10)
+            ..reserving(1 << 30, Preallocation::Ahead(3 * LARGE_RECORD))
         };
         let storage = MemoryStorage::new();
         let (mut log, _) = open(&storage, config);
-        append(&mut log, batch(2, PAYLOAD), 10);
+        append(&mut log, large(), 10);
         storage.set_capacity(Some(storage.used_bytes()));
         for round in 0..2 {
-            let appended = append(&mut log, batch(2, PAYLOAD), 11 + round);
+            let appended = append(&mut log, large(), 11 + round);
             if appended.needs_sync {
                 run(log.sync()).unwrap();
             }
         }
         // Used up, and the disk has nothing more to reserve: refused as without one.
-        let error = refused(&mut log);
+        let (result, _) = run(log.append(large(), 15));
+        let error = result.unwrap_err();
         assert!(is_no_space(&error), "{error}");
         assert!(!log.refuses_appends());
-        assert_eq!(log.next_offset(), 6, "nothing acknowledged");
+        assert_eq!(log.next_offset(), 3, "nothing acknowledged");
         let length = storage.contents(&log_path(0)).unwrap().len();
-        assert_eq!(length, 3 * RECORD_BYTES, "no part of the record stays");
+        assert_eq!(length, 3 * record, "no part of the record stays");
         storage.set_capacity(None);
-        assert_eq!(append(&mut log, batch(2, PAYLOAD), 20).base_offset, 6);
+        assert_eq!(append(&mut log, large(), 20).base_offset, 3);
         run(log.sync()).unwrap();
         drop(log);
         storage.crash(CrashMode::DropUnsynced);
         let (log, _) = open(&storage, config);
-        check_dense(&log, 8);
+        check_dense(&log, 4);
     }
 }

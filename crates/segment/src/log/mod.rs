@@ -35,7 +35,10 @@ mod segment;
 
 pub use append::Appended;
 pub use background_sync::SyncStart;
-pub use config::{Durability, LogConfig, PREALLOCATE_BYTES_DEFAULT, SYNC_INTERVAL_DEFAULT_US};
+pub use config::{
+    Durability, LogConfig, PREALLOCATE_AHEAD_DEFAULT, Preallocation, RESERVE_FREE_MIN_BYTES,
+    RESERVE_RECORD_MIN_BYTES, SYNC_INTERVAL_DEFAULT_US,
+};
 pub use error::{AppendError, OpenError, ReadError};
 pub use open::{Cut, Damage, RecoveryReport, find_intact};
 pub use read::{ReadStart, Records};

@@ -1,37 +1,55 @@
-//! Reserving the active segment's blocks ahead of its appends (`LogConfig::preallocate_bytes`).
+//! Reserving the active segment's blocks ahead of its appends (`LogConfig::preallocation`).
 //!
 //! A write that extends a file goes through the file system's delayed allocation page by
 //! page; a write into blocks reserved with `fallocate(FALLOC_FL_KEEP_SIZE)` does not, and on
 //! ext4 took 0.72× the time at 1 MiB (`bench/RESULTS.md`). The file's size stays at its last
 //! record, so recovery, reads and sizes see nothing of the reservation (`FORMAT.md` §2).
 //!
-//! What it holds: at most `preallocate_bytes` past the active segment's end, never past the
-//! segment size, released when the segment is sealed or the log closed (`Segment::trim`),
-//! and by deleting the file. A reservation is an optimisation only: a failure (a full disk
-//! reserves what fits) leaves the record to be written as it would be without one, and a
-//! file system without the call makes the log stop asking.
+//! What it holds: never past the segment size, and only while the file system keeps
+//! [`RESERVE_FREE_MIN_BYTES`] and a tenth of its size free after it, so a small or nearly
+//! full disk reserves nothing; released when the segment is sealed or the log closed
+//! (`Segment::trim`), and by deleting the file. A reservation is an optimisation only: a
+//! failure (a full disk reserves what fits) leaves the record to be written as it would be
+//! without one, and a file system without the call makes the log stop asking.
 
 use std::io;
 
-use crate::storage::{Storage, StorageFile};
+use crate::storage::{Space, Storage, StorageFile};
 
 use super::PartitionLog;
+use super::config::{Preallocation, RESERVE_FREE_MIN_BYTES, RESERVE_RECORD_MIN_BYTES};
+
+/// Records a reservation under [`Preallocation::Ahead`] covers, the one being written
+/// included.
+const RECORDS_AHEAD: u64 = 4;
 
 impl<S: Storage> PartitionLog<S> {
     /// Reserves the active segment's blocks for a record of `length` bytes at `position`
-    /// and up to `preallocate_bytes` beyond it, unless they already are.
+    /// and beyond it, as the log's [`Preallocation`] says, unless they already are.
     pub(super) async fn preallocate(&mut self, position: u64, length: u64) {
-        let ahead = self.config.preallocate_bytes;
         let end = position.saturating_add(length);
-        if ahead == 0 || !self.preallocation_supported || end <= self.preallocated_to {
+        if !self.preallocation_supported || end <= self.preallocated_to {
             return;
         }
+        let segment_end = self.config.segment_size_bytes.max(end);
+        let to = match self.config.preallocation {
+            Preallocation::Off => return,
+            Preallocation::Ahead(_) if length < RESERVE_RECORD_MIN_BYTES => return,
+            Preallocation::Ahead(most) => {
+                let ahead = length.saturating_mul(RECORDS_AHEAD).min(most).max(length);
+                position.saturating_add(ahead).min(segment_end)
+            }
+            Preallocation::Segment => segment_end,
+        };
         let from = self.preallocated_to.max(position);
-        let to = end
-            .saturating_add(ahead)
-            .min(self.config.segment_size_bytes.max(end));
-        // Asked once per range, whatever the outcome: a full disk is not asked again at
-        // every append, only when the next range is due.
+        let Some(space) = self.storage.space(&self.directory) else {
+            return;
+        };
+        if !leaves_enough(space, to - from) {
+            return;
+        }
+        // Asked once per range, whatever the outcome: a failure is not asked again at every
+        // append, only when the next range is due.
         self.preallocated_to = to;
         let reserved = self.active().log.preallocate(from, to - from).await;
         if let Err(error) = reserved {
@@ -45,6 +63,13 @@ impl<S: Storage> PartitionLog<S> {
             );
         }
     }
+}
+
+/// Whether reserving `bytes` leaves [`RESERVE_FREE_MIN_BYTES`] and a tenth of the file
+/// system free.
+fn leaves_enough(space: Space, bytes: u64) -> bool {
+    let keep = RESERVE_FREE_MIN_BYTES.max(space.total / 10);
+    space.available.saturating_sub(bytes) >= keep && space.available > bytes
 }
 
 /// Whether `error` says the file system cannot reserve blocks at all.

@@ -645,6 +645,10 @@ impl<S: Storage> Storage for CountingStorage<S> {
         self.inner.boot_id()
     }
 
+    fn space(&self, path: &Path) -> Option<crate::storage::Space> {
+        self.inner.space(path)
+    }
+
     type File = CountingFile<S::File>;
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<Self::File> {
@@ -790,9 +794,7 @@ fn delete_segments_keeps_the_active_one_and_updates_the_stats() {
 fn a_full_disk_refuses_an_append_and_the_same_batch_then_takes_its_offset() {
     let storage = MemoryStorage::new();
     runtime().block_on(async {
-        let mut spec = spec(&directory(), Durability::Persisted);
-        // No reservation ahead: it would take the append this test wants refused.
-        spec.log.preallocate_bytes = 0;
+        let spec = spec(&directory(), Durability::Persisted);
         let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
             .await
             .unwrap();

@@ -52,6 +52,10 @@ impl Storage for CompioStorage {
         super::system_boot_id()
     }
 
+    fn space(&self, path: &Path) -> Option<super::Space> {
+        super::file_system_space(path)
+    }
+
     async fn open(&self, path: &Path, create: bool) -> io::Result<CompioFile> {
         let file = OpenOptions::new()
             .read(true)

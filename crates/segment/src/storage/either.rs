@@ -85,6 +85,10 @@ impl<L: Storage, R: Storage> Storage for Either<L, R> {
     fn boot_id(&self) -> Option<[u8; 16]> {
         both!(self, storage => storage.boot_id())
     }
+
+    fn space(&self, path: &Path) -> Option<super::Space> {
+        both!(self, storage => storage.space(path))
+    }
 }
 
 /// Forwards a call to whichever side the file `$value` is.

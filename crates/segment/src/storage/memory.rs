@@ -277,6 +277,17 @@ impl Storage for MemoryStorage {
         Some(id)
     }
 
+    /// The capacity as the file system's size (unlimited: `u64::MAX` of each).
+    fn space(&self, _path: &Path) -> Option<super::Space> {
+        let state = self.state.borrow();
+        let total = state.capacity_bytes.unwrap_or(u64::MAX);
+        let available = match state.capacity_bytes {
+            Some(capacity) => capacity.saturating_sub(state.used_bytes()),
+            None => u64::MAX,
+        };
+        Some(super::Space { available, total })
+    }
+
     async fn open(&self, path: &Path, create: bool) -> io::Result<MemoryFile> {
         let missing = !self.state.borrow().files.contains_key(path);
         if missing {

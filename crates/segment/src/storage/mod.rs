@@ -70,6 +70,27 @@ pub trait Storage {
     /// Identifies the current boot of the machine (`None` when unknown): a crash within one
     /// boot loses no write the kernel accepted, a new boot may have lost every unsynced one.
     fn boot_id(&self) -> Option<[u8; 16]>;
+
+    /// The space of the file system holding `path` (`None` when unknown).
+    fn space(&self, path: &Path) -> Option<Space>;
+}
+
+/// A file system's size and what an unprivileged writer may still use of it, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Space {
+    pub available: u64,
+    pub total: u64,
+}
+
+/// `statvfs` of the file system holding `path`. Metadata only (no I/O on local file
+/// systems), so it is called on the shard's thread.
+#[cfg(any(feature = "compio", feature = "uring"))]
+pub(crate) fn file_system_space(path: &Path) -> Option<Space> {
+    let stats = rustix::fs::statvfs(path).ok()?;
+    Some(Space {
+        available: stats.f_bavail.saturating_mul(stats.f_frsize),
+        total: stats.f_blocks.saturating_mul(stats.f_frsize),
+    })
 }
 
 /// An open file with positional I/O.

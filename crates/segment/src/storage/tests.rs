@@ -45,6 +45,8 @@ async fn contract<S: Storage>(storage: &S, root: &Path) {
 
 /// A reservation changes neither the size nor the bytes; writes into it land as any others.
 async fn contract_preallocate<S: Storage>(storage: &S, root: &Path) {
+    let space = storage.space(root).expect("the space is known");
+    assert!(space.available <= space.total, "{space:?}");
     let path = root.join("reserved");
     let mut file = storage.open(&path, true).await.unwrap();
     write(&mut file, b"head", 0).await;

@@ -59,6 +59,10 @@ impl Storage for UringStorage {
         super::system_boot_id()
     }
 
+    fn space(&self, path: &Path) -> Option<super::Space> {
+        super::file_system_space(path)
+    }
+
     type File = UringFile;
 
     async fn open(&self, path: &Path, create: bool) -> io::Result<UringFile> {

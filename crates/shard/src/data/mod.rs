@@ -50,7 +50,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use segment::layout::partition_directory;
-use segment::log::{Durability, LogConfig, PREALLOCATE_BYTES_DEFAULT, SYNC_INTERVAL_DEFAULT_US};
+use segment::log::{
+    Durability, LogConfig, PREALLOCATE_AHEAD_DEFAULT, Preallocation, SYNC_INTERVAL_DEFAULT_US,
+};
 use segment::storage::Storage;
 use segment::storage::either::Either;
 
@@ -688,12 +690,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 size_of_messages_required_to_save: settings.size_of_messages_required_to_save,
                 sync_interval_us: self.sync_interval_us,
                 validate_checksum: self.validate_checksum,
-                // `preallocate_segments` reserves each segment whole; otherwise a few MiB
-                // ahead of its end.
-                preallocate_bytes: if settings.preallocate_segments {
-                    settings.segment_size_bytes
+                preallocation: if settings.preallocate_segments {
+                    Preallocation::Segment
                 } else {
-                    PREALLOCATE_BYTES_DEFAULT
+                    Preallocation::Ahead(PREALLOCATE_AHEAD_DEFAULT)
                 },
             },
             offsets_durability: settings.consumer_offset_durability,
