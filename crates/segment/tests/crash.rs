@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use proto::Dialect;
 use proto::batch::{Integrity, OutgoingMessage, Records, encode_batch};
-use segment::log::{Durability, LogConfig, PartitionLog, ReadStart};
+use segment::log::{Durability, LogConfig, PartitionLog, Preallocation, ReadStart};
 use segment::storage::compio::CompioStorage;
 
 /// Kill-and-recover cycles per run.
@@ -27,6 +27,9 @@ fn config(durability: Durability) -> LogConfig {
     LogConfig {
         segment_size_bytes: 64 * 1024,
         durability,
+        // Every segment reserved whole at its first append, so kills land with blocks
+        // reserved past the log's end (where the disk has room to spare).
+        preallocation: Preallocation::Segment,
         ..LogConfig::default()
     }
 }

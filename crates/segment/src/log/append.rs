@@ -132,6 +132,9 @@ impl<S: Storage> PartitionLog<S> {
             // file ends at the last record again. Should the cut fail, the next append
             // overwrites the part and a roll trims what it leaves.
             let _cut = active.log.set_len(position).await;
+            // The cut gave back the blocks reserved past `position` too.
+            self.preallocated_to = position;
+            let active = self.active();
             return (
                 Err(append_io("write", active.paths.log.clone(), source)),
                 batch,

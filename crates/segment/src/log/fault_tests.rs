@@ -805,12 +805,18 @@ fn small_records_and_a_disk_short_of_space_reserve_nothing() {
     storage.set_capacity(Some(storage.used_bytes() + short));
     append(&mut log, large(), 10);
     assert_eq!(storage.allocated_bytes(&log_path(0)), Some(LARGE_RECORD));
+    // Decided once per range: with room again, the next range reserves.
     storage.set_capacity(Some(20 << 30));
-    append(&mut log, large(), 11);
+    for round in 0..2 {
+        append(&mut log, large(), 11 + round);
+    }
     assert_eq!(
         storage.allocated_bytes(&log_path(0)),
-        Some(LARGE_RECORD + (1 << 20))
+        Some(3 * LARGE_RECORD)
     );
+    append(&mut log, large(), 13);
+    let reserved = 3 * LARGE_RECORD + (1 << 20);
+    assert_eq!(storage.allocated_bytes(&log_path(0)), Some(reserved));
 }
 
 #[test]
@@ -855,4 +861,44 @@ fn a_reservation_made_before_the_disk_filled_takes_appends_until_it_is_used_up()
         let (log, _) = open(&storage, config);
         check_dense(&log, 4);
     }
+}
+
+#[test]
+fn recovery_sealing_a_segment_after_a_power_loss_releases_its_reservation() {
+    let storage = MemoryStorage::new();
+    let config = reserving(1 << 30, Preallocation::Ahead(1 << 20));
+    let (mut log, _) = open(&storage, config);
+    append(&mut log, large(), 10);
+    run(log.sync()).unwrap();
+    assert_eq!(storage.allocated_bytes(&log_path(0)), Some(1 << 20));
+    drop(log);
+    storage.crash(CrashMode::DropUnsynced);
+    // A new boot: offsets skip past the reservation, so recovery seals segment 0.
+    let (log, _) = open(&storage, config);
+    assert_eq!(log.segments().count(), 2);
+    assert_eq!(storage.allocated_bytes(&log_path(0)), Some(LARGE_RECORD));
+}
+
+#[test]
+fn a_failed_write_that_cut_the_reservation_reserves_again_at_the_next_append() {
+    let storage = MemoryStorage::new();
+    let (mut log, _) = open(&storage, reserving(1 << 30, Preallocation::Ahead(1 << 20)));
+    append(&mut log, large(), 10);
+    storage.set_faults(Faults {
+        write_errors: 1,
+        ..Faults::default()
+    });
+    let (result, _) = run(log.append(large(), 11));
+    assert!(result.is_err());
+    assert_eq!(
+        storage.allocated_bytes(&log_path(0)),
+        Some(LARGE_RECORD),
+        "the cut gave the reservation back"
+    );
+    append(&mut log, large(), 12);
+    assert_eq!(
+        storage.allocated_bytes(&log_path(0)),
+        Some(LARGE_RECORD + (1 << 20)),
+        "reserved again from the record"
+    );
 }

@@ -244,8 +244,11 @@ impl<S: Storage> PartitionLog<S> {
             None => {}
         }
         self.active_mut().write_entries().await?;
-        // The blocks reserved past the last record go back to the file system.
-        self.active().trim().await?;
+        // The blocks reserved past the last record go back to the file system. Only an
+        // optimisation: a failure must not cost the clean close.
+        if let Err(error) = self.active().trim().await {
+            log::warn!("reserved blocks not released at the close: {error}");
+        }
         self.sync().await?;
         let next_offset = self.next_offset();
         let boot_id = self.storage.boot_id().unwrap_or_default();
@@ -451,6 +454,11 @@ async fn start_active<S: Storage>(
                 "{}: index entries not written at the seal: {error}",
                 path.display()
             );
+        }
+        // Blocks reserved past its end before the stop go back: a sealed segment is never
+        // trimmed again. Only an optimisation, so a failure does not stop the open.
+        if let Err(error) = previous.trim().await {
+            log::warn!("{}: reserved blocks not released: {error}", path.display());
         }
         previous.seal().await.map_err(wrap("seal", &path))?;
     }

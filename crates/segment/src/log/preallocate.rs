@@ -7,8 +7,10 @@
 //!
 //! What it holds: never past the segment size, and only while the file system keeps
 //! [`RESERVE_FREE_MIN_BYTES`] and a tenth of its size free after it, so a small or nearly
-//! full disk reserves nothing; released when the segment is sealed or the log closed
-//! (`Segment::trim`), and by deleting the file. A reservation is an optimisation only: a
+//! full disk reserves nothing; released when the segment is sealed (also when recovery
+//! seals it after an unclean stop) or the log closed (`Segment::trim`), and by deleting the
+//! file. A quarantined or poisoned log keeps its reservation until then: its close trims
+//! nothing, since a quarantined log's end is its damage, not its last record. A reservation is an optimisation only: a
 //! failure (a full disk reserves what fits) leaves the record to be written as it would be
 //! without one, and a file system without the call makes the log stop asking.
 
@@ -34,23 +36,25 @@ impl<S: Storage> PartitionLog<S> {
         let segment_end = self.config.segment_size_bytes.max(end);
         let to = match self.config.preallocation {
             Preallocation::Off => return,
-            Preallocation::Ahead(_) if length < RESERVE_RECORD_MIN_BYTES => return,
+            // A record past the most would reserve only itself, a round trip to the
+            // blocking pool per append.
+            Preallocation::Ahead(most) if length < RESERVE_RECORD_MIN_BYTES || length > most => {
+                return;
+            }
             Preallocation::Ahead(most) => {
-                let ahead = length.saturating_mul(RECORDS_AHEAD).min(most).max(length);
+                let ahead = length.saturating_mul(RECORDS_AHEAD).min(most);
                 position.saturating_add(ahead).min(segment_end)
             }
             Preallocation::Segment => segment_end,
         };
         let from = self.preallocated_to.max(position);
-        let Some(space) = self.storage.space(&self.directory) else {
-            return;
-        };
-        if !leaves_enough(space, to - from) {
+        // Decided once per range, whatever the outcome: a disk short of space or a failure is
+        // not asked again at every append, only when the next range is due.
+        self.preallocated_to = to;
+        let space = self.storage.space(&self.directory);
+        if !space.is_some_and(|space| leaves_enough(space, to - from)) {
             return;
         }
-        // Asked once per range, whatever the outcome: a failure is not asked again at every
-        // append, only when the next range is due.
-        self.preallocated_to = to;
         let reserved = self.active().log.preallocate(from, to - from).await;
         if let Err(error) = reserved {
             if unsupported(&error) {
@@ -69,13 +73,15 @@ impl<S: Storage> PartitionLog<S> {
 /// system free.
 fn leaves_enough(space: Space, bytes: u64) -> bool {
     let keep = RESERVE_FREE_MIN_BYTES.max(space.total / 10);
-    space.available.saturating_sub(bytes) >= keep && space.available > bytes
+    space.available.saturating_sub(bytes) >= keep
 }
 
-/// Whether `error` says the file system cannot reserve blocks at all.
+/// Whether `error` says the file system (or, with `EINVAL`, a ring without the
+/// operation: the arguments are always valid here) cannot reserve blocks at all.
 fn unsupported(error: &io::Error) -> bool {
-    const EOPNOTSUPP: i32 = 95;
+    const EINVAL: i32 = 22;
     const ENOSYS: i32 = 38;
-    matches!(error.raw_os_error(), Some(EOPNOTSUPP | ENOSYS))
+    const EOPNOTSUPP: i32 = 95;
+    matches!(error.raw_os_error(), Some(EINVAL | ENOSYS | EOPNOTSUPP))
         || error.kind() == io::ErrorKind::Unsupported
 }

@@ -8,7 +8,7 @@
 //! models a full disk: a write or extension past the capacity stores what fits and fails
 //! with `ENOSPC`, as a short write followed by a failed one does on a real file system.
 //! Space a file reserved with `preallocate` counts as used, and writes into it always fit,
-//! until a `set_len` of that file releases it.
+//! until a cut of that file (`set_len` to at most its size) releases it.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +37,7 @@ struct FileState {
     /// Set by a rename until its directory is synced.
     origin: Option<Origin>,
     /// The end of the space [`StorageFile::preallocate`] reserved; it counts against the
-    /// capacity beyond `live` until a `set_len` releases it.
+    /// capacity beyond `live` until a cut releases it.
     reserved: usize,
 }
 
@@ -495,8 +495,11 @@ impl StorageFile for MemoryFile {
         let length_max = self.storage.state.borrow().length_max(&self.path);
         let fits = self.with_file(|file| {
             let stored = length.min(length_max.max(file.live.len()));
+            if stored <= file.live.len() {
+                // A cut: the reservation past it goes, as on ext4.
+                file.reserved = 0;
+            }
             file.live.resize(stored, 0);
-            file.reserved = 0;
             stored == length
         })?;
         if fits { Ok(()) } else { Err(no_space()) }

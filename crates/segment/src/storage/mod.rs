@@ -82,8 +82,9 @@ pub struct Space {
     pub total: u64,
 }
 
-/// `statvfs` of the file system holding `path`. Metadata only (no I/O on local file
-/// systems), so it is called on the shard's thread.
+/// `statvfs` of the file system holding `path`. Metadata only on a local file system, so it
+/// is called on the shard's thread (once per reservation range; a network file system may
+/// make it wait).
 #[cfg(any(feature = "compio", feature = "uring"))]
 pub(crate) fn file_system_space(path: &Path) -> Option<Space> {
     let stats = rustix::fs::statvfs(path).ok()?;
@@ -123,8 +124,8 @@ pub trait StorageFile {
     /// The file size in bytes.
     fn size(&self) -> impl Future<Output = io::Result<u64>>;
 
-    /// Truncates or extends (with zeros) the file. Blocks reserved past the new length by
-    /// [`Self::preallocate`] are released.
+    /// Truncates or extends (with zeros) the file. A cut (a length at most the size)
+    /// releases the blocks [`Self::preallocate`] reserved past the new length.
     fn set_len(&self, length: u64) -> impl Future<Output = io::Result<()>>;
 
     /// Reserves disk blocks for `position..position + length` without changing the file's
