@@ -7,12 +7,14 @@
 //!
 //! What it holds: never past the segment size, and only while the file system keeps
 //! [`RESERVE_FREE_MIN_BYTES`] and a tenth of its size free after it, so a small or nearly
-//! full disk reserves nothing; released when the segment is sealed (also when recovery
-//! seals it after an unclean stop) or the log closed (`Segment::trim`), and by deleting the
-//! file. A quarantined or poisoned log keeps its reservation until then: its close trims
-//! nothing, since a quarantined log's end is its damage, not its last record. A reservation is an optimisation only: a
-//! failure (a full disk reserves what fits) leaves the record to be written as it would be
-//! without one, and a file system without the call makes the log stop asking.
+//! full disk reserves nothing. It is released when the segment is sealed (also when
+//! recovery seals it after an unclean stop) or the log closed (`Segment::trim`), and by
+//! deleting the file. A quarantined or poisoned log keeps its reservation until then: its
+//! close trims nothing, since a quarantined log's end is its damage, not its last record.
+//!
+//! A reservation is an optimisation only: a failure (a full disk reserves what fits)
+//! leaves the record to be written as it would be without one, and a file system without
+//! the call makes the log stop asking.
 
 use std::io;
 
