@@ -39,7 +39,7 @@ pub struct LogConfig {
 /// Blocks reserved ahead of a log's appends (`fallocate`, the size unchanged), so they write
 /// into allocated blocks instead of extending the file through the file system's delayed
 /// allocation. Never past the segment size, and only while the file system keeps
-/// [`RESERVE_FREE_MIN_BYTES`] and a tenth of its size free.
+/// [`RESERVE_FREE_MIN_BYTES`] and a hundredth of its size free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preallocation {
     Off,

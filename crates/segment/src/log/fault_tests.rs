@@ -798,7 +798,7 @@ fn small_records_and_a_disk_short_of_space_reserve_nothing() {
         storage.allocated_bytes(&log_path(0)),
         Some(RECORD_BYTES as u64)
     );
-    // A reservation must leave 1 GiB and a tenth of the file system free.
+    // A reservation must leave 1 GiB and a hundredth of the file system free.
     let storage = MemoryStorage::new();
     let (mut log, _) = open(&storage, reserving(1 << 31, Preallocation::Ahead(1 << 20)));
     let short = RESERVE_FREE_MIN_BYTES + (1 << 20) - 1;
