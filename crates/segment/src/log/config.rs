@@ -38,22 +38,24 @@ pub struct LogConfig {
 
 /// Blocks reserved ahead of a log's appends (`fallocate`, the size unchanged), so they write
 /// into allocated blocks instead of extending the file through the file system's delayed
-/// allocation. Never past the segment size, and only while the file system keeps
-/// [`RESERVE_FREE_MIN_BYTES`] and a hundredth of its size free.
+/// allocation. Never past the segment size (beyond the record being written), and only while
+/// the file system keeps [`RESERVE_FREE_MIN_BYTES`] and a hundredth of its size free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preallocation {
     Off,
-    /// Records of at least [`RESERVE_RECORD_MIN_BYTES`] reserve four such records ahead, at
-    /// most this many bytes; smaller ones reserve nothing (what they gained was within
-    /// noise, and a partition of small records would hold its reservation for days).
+    /// Records of at least [`RESERVE_RECORD_MIN_BYTES`] and at most half this many bytes
+    /// reserve room for four such records (the one being written included), at most this
+    /// many bytes. Smaller ones reserve nothing (what they gained was within noise, and a
+    /// partition of small records would hold its reservation for days), nor do larger ones
+    /// (a reservation would cover little more than the record, a round trip per append).
     Ahead(u64),
     /// The whole segment at its first append (the topic option `preallocate_segments`).
     Segment,
 }
 
 /// [`Preallocation::Ahead`] by default: on ext4 a 1 MiB append into reserved blocks took
-/// 0.72× the time of one extending the file, with reservations of 2 MiB and more alike
-/// (`bench/RESULTS.md`).
+/// about 0.73× the time of one extending the file, with reservations of 2 MiB and more
+/// alike (`bench/RESULTS.md`).
 pub const PREALLOCATE_AHEAD_DEFAULT: u64 = 4 << 20;
 /// The smallest record that reserves blocks ahead under [`Preallocation::Ahead`].
 pub const RESERVE_RECORD_MIN_BYTES: u64 = 256 << 10;

@@ -873,7 +873,8 @@ fn recovery_sealing_a_segment_after_a_power_loss_releases_its_reservation() {
     assert_eq!(storage.allocated_bytes(&log_path(0)), Some(1 << 20));
     drop(log);
     storage.crash(CrashMode::DropUnsynced);
-    // A new boot: offsets skip past the reservation, so recovery seals segment 0.
+    // A new boot: offsets skip past those reserved in `partition.state`, so recovery seals
+    // segment 0 and starts the next.
     let (log, _) = open(&storage, config);
     assert_eq!(log.segments().count(), 2);
     assert_eq!(storage.allocated_bytes(&log_path(0)), Some(LARGE_RECORD));

@@ -245,7 +245,8 @@ impl<S: Storage> PartitionLog<S> {
         }
         self.active_mut().write_entries().await?;
         // The blocks reserved past the last record go back to the file system. Only an
-        // optimisation: a failure must not cost the clean close.
+        // optimisation: a failure must not cost the clean close, and the sync below need not
+        // cover the cut (a crash keeping the blocks only keeps them until the seal).
         if let Err(error) = self.active().trim().await {
             log::warn!("reserved blocks not released at the close: {error}");
         }

@@ -2,15 +2,16 @@
 //!
 //! A write that extends a file goes through the file system's delayed allocation page by
 //! page; a write into blocks reserved with `fallocate(FALLOC_FL_KEEP_SIZE)` does not, and on
-//! ext4 took 0.72× the time at 1 MiB (`bench/RESULTS.md`). The file's size stays at its last
+//! ext4 took about 0.73× the time at 1 MiB (`bench/RESULTS.md`). The file's size stays at its last
 //! record, so recovery, reads and sizes see nothing of the reservation (`FORMAT.md` §2).
 //!
-//! What it holds: never past the segment size, and only while the file system keeps
-//! [`RESERVE_FREE_MIN_BYTES`] and a hundredth of its size free after it, so a small or nearly
-//! full disk reserves nothing. It is released when the segment is sealed (also when
-//! recovery seals it after an unclean stop) or the log closed (`Segment::trim`), and by
-//! deleting the file. A quarantined or poisoned log keeps its reservation until then: its
-//! close trims nothing, since a quarantined log's end is its damage, not its last record.
+//! What it holds: never past the segment size (beyond the record being written), and only
+//! while the file system keeps [`RESERVE_FREE_MIN_BYTES`] and a hundredth of its size free
+//! after it, so a small or nearly full disk reserves nothing. It is released when the
+//! segment is sealed (also when recovery seals it after an unclean stop) or the log closed
+//! (`Segment::trim`), and by deleting the file. A quarantined or poisoned log keeps its
+//! reservation until then: its close trims nothing, since a quarantined log's end is its
+//! damage, not its last record.
 //!
 //! A reservation is an optimisation only: a failure (a full disk reserves what fits)
 //! leaves the record to be written as it would be without one, and a file system without
@@ -38,9 +39,11 @@ impl<S: Storage> PartitionLog<S> {
         let segment_end = self.config.segment_size_bytes.max(end);
         let to = match self.config.preallocation {
             Preallocation::Off => return,
-            // A record past the most would reserve only itself, a round trip to the
-            // blocking pool per append.
-            Preallocation::Ahead(most) if length < RESERVE_RECORD_MIN_BYTES || length > most => {
+            // A record past half the most would reserve little more than itself, a round
+            // trip to the blocking pool at nearly every append.
+            Preallocation::Ahead(most)
+                if length < RESERVE_RECORD_MIN_BYTES || length.saturating_mul(2) > most =>
+            {
                 return;
             }
             Preallocation::Ahead(most) => {
@@ -87,4 +90,20 @@ fn unsupported(error: &io::Error) -> bool {
     const EOPNOTSUPP: i32 = 95;
     matches!(error.raw_os_error(), Some(EINVAL | ENOSYS | EOPNOTSUPP))
         || error.kind() == io::ErrorKind::Unsupported
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reservation_leaves_a_gib_and_a_hundredth_of_the_file_system() {
+        let total = 500 << 30;
+        let bytes = 4 << 20;
+        let keep = RESERVE_FREE_MIN_BYTES + total / 100;
+        let space = |available| Space { available, total };
+        assert!(leaves_enough(space(keep + bytes), bytes));
+        assert!(!leaves_enough(space(keep + bytes - 1), bytes));
+        assert!(!leaves_enough(space(bytes / 2), bytes), "more than is free");
+    }
 }
