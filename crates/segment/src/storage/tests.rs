@@ -234,6 +234,32 @@ impl Drop for TempDir {
     }
 }
 
+/// A fresh directory, the compio storage and a runtime to drive it.
+#[cfg(feature = "compio")]
+fn compio_setup(
+    backend: &str,
+) -> (
+    TempDir,
+    super::compio::CompioStorage,
+    compio::runtime::Runtime,
+) {
+    let directory = TempDir::new(backend);
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    (directory, super::compio::CompioStorage::new(), runtime)
+}
+
+/// Creates `directory` and a file `log` in it.
+#[cfg(feature = "compio")]
+async fn open_log(
+    storage: &super::compio::CompioStorage,
+    directory: &TempDir,
+) -> (PathBuf, super::compio::CompioFile) {
+    storage.create_dir_all(&directory.0).await.unwrap();
+    let path = directory.0.join("log");
+    let file = storage.open(&path, true).await.unwrap();
+    (path, file)
+}
+
 /// A write of at most `INLINE_WRITE_MAX` bytes is done on the spot (its future is ready at
 /// its first poll, no ring round trip); a larger one goes to the ring (pending at first).
 #[cfg(feature = "compio")]
@@ -245,13 +271,9 @@ fn compio_writes_small_records_inline_and_large_ones_through_the_ring() {
 
     use super::compio::INLINE_WRITE_MAX;
 
-    let directory = TempDir::new("compio-inline");
-    let storage = super::compio::CompioStorage::new();
-    let runtime = compio::runtime::Runtime::new().unwrap();
+    let (directory, storage, runtime) = compio_setup("compio-inline");
     runtime.block_on(async {
-        storage.create_dir_all(&directory.0).await.unwrap();
-        let path = directory.0.join("log");
-        let mut file = storage.open(&path, true).await.unwrap();
+        let (_, mut file) = open_log(&storage, &directory).await;
         let small = vec![7_u8; INLINE_WRITE_MAX];
         let mut context = Context::from_waker(Waker::noop());
         let first_poll = pin!(file.write_all_at(small, 0)).poll(&mut context);
@@ -377,13 +399,9 @@ fn read_exact_at_reads_into_the_vector_it_returns() {
 fn compio_reserves_blocks_past_the_end_and_a_cut_releases_them() {
     use std::os::unix::fs::MetadataExt;
 
-    let directory = TempDir::new("compio-reserve");
-    let storage = super::compio::CompioStorage::new();
-    let runtime = compio::runtime::Runtime::new().unwrap();
+    let (directory, storage, runtime) = compio_setup("compio-reserve");
     runtime.block_on(async {
-        storage.create_dir_all(&directory.0).await.unwrap();
-        let path = directory.0.join("log");
-        let mut file = storage.open(&path, true).await.unwrap();
+        let (path, mut file) = open_log(&storage, &directory).await;
         write(&mut file, &[5; 4096], 0).await;
         let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
         match file.preallocate(4096, 4 << 20).await {
