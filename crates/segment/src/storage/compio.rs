@@ -209,11 +209,7 @@ fn write_inline(file: &File, bytes: &[u8], position: u64) -> io::Result<()> {
 }
 
 /// `fallocate(FALLOC_FL_KEEP_SIZE)` over `position..position + length`.
-pub(crate) fn fallocate_keep_size(
-    file: &std::fs::File,
-    position: u64,
-    length: u64,
-) -> io::Result<()> {
+fn fallocate_keep_size(file: &std::fs::File, position: u64, length: u64) -> io::Result<()> {
     use rustix::fs::{FallocateFlags, fallocate};
     fallocate(file, FallocateFlags::KEEP_SIZE, position, length).map_err(io::Error::from)
 }
