@@ -365,7 +365,7 @@ impl Listeners {
         #[cfg(not(feature = "ws"))]
         let ws = async { Ok::<(), BindError>(()) };
         #[cfg(feature = "quic")]
-        let quic = bind_quic(config);
+        let quic = std::future::ready(bind_quic(config));
         #[cfg(not(feature = "quic"))]
         let quic = async { Ok::<(), BindError>(()) };
         #[cfg(feature = "tls")]
@@ -750,7 +750,7 @@ fn server_tls(
 /// `[quic.certificate]`; a default address that cannot be bound leaves QUIC off with a
 /// warning, as for WebSocket.
 #[cfg(feature = "quic")]
-async fn bind_quic(config: &Config) -> Result<Option<transport::quic::QuicServer>, BindError> {
+fn bind_quic(config: &Config) -> Result<Option<transport::quic::QuicServer>, BindError> {
     use transport::tls::{CertificateSource, SelfSigned};
     let quic = &config.quic;
     if !quic.enabled {
@@ -788,8 +788,10 @@ async fn bind_quic(config: &Config) -> Result<Option<transport::quic::QuicServer
         stream_receive_window: quic.stream_receive_window,
         keep_alive_interval: nonzero(quic.keep_alive_interval),
         max_idle_timeout: nonzero(quic.max_idle_timeout),
+        socket_receive_buffer: usize::try_from(quic.socket_receive_buffer).unwrap_or(usize::MAX),
+        socket_send_buffer: usize::try_from(quic.socket_send_buffer).unwrap_or(usize::MAX),
     };
-    match transport::quic::QuicServer::bind(quic_config, tls).await {
+    match transport::quic::QuicServer::bind(quic_config, tls) {
         Ok(server) => Ok(Some(server)),
         Err(error @ transport::quic::ListenError::Bind { .. })
             if !config.is_explicit("quic.address") =>

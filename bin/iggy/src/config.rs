@@ -169,6 +169,10 @@ pub(crate) struct QuicSettings {
     pub(crate) keep_alive_interval: Duration,
     /// Zero: never.
     pub(crate) max_idle_timeout: Duration,
+    /// Zero: the kernel's default.
+    pub(crate) socket_receive_buffer: u64,
+    /// Zero: the kernel's default.
+    pub(crate) socket_send_buffer: u64,
     pub(crate) self_signed: bool,
     pub(crate) cert_file: PathBuf,
     pub(crate) key_file: PathBuf,
@@ -707,6 +711,8 @@ impl View<'_> {
             stream_receive_window: self.size("quic.stream_receive_window")?,
             keep_alive_interval: self.duration("quic.keep_alive_interval")?,
             max_idle_timeout: self.duration("quic.max_idle_timeout")?,
+            socket_receive_buffer: self.size("quic.socket_receive_buffer")?,
+            socket_send_buffer: self.size("quic.socket_send_buffer")?,
             self_signed: self.bool("quic.certificate.self_signed")?,
             cert_file: PathBuf::from(self.string("quic.certificate.cert_file")?),
             key_file: PathBuf::from(self.string("quic.certificate.key_file")?),

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use compio_quic::crypto::rustls::QuicServerConfig;
 use compio_quic::{
-    Connection, Endpoint, IdleTimeout, Incoming, RecvStream, SendStream, ServerConfig,
-    TransportConfig, VarInt,
+    Connection, Endpoint, EndpointConfig, IdleTimeout, Incoming, RecvStream, SendStream,
+    ServerConfig, TransportConfig, VarInt,
 };
 use futures_util::future::{Either, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -69,6 +69,10 @@ pub struct QuicConfig {
     pub keep_alive_interval: Option<Duration>,
     /// `None`: connections never time out idle.
     pub max_idle_timeout: Option<Duration>,
+    /// The UDP socket's receive buffer (`SO_RCVBUF`); 0: the kernel's default.
+    pub socket_receive_buffer: usize,
+    /// The UDP socket's send buffer (`SO_SNDBUF`); 0: the kernel's default.
+    pub socket_send_buffer: usize,
 }
 
 /// Binding the listener failed.
@@ -98,17 +102,31 @@ pub struct QuicServer {
 
 impl QuicServer {
     /// Binds `config.address` (UDP) with the certificate in `tls`.
-    pub async fn bind(config: QuicConfig, tls: rustls::ServerConfig) -> Result<Self, ListenError> {
+    pub fn bind(config: QuicConfig, tls: rustls::ServerConfig) -> Result<Self, ListenError> {
         let crypto =
             QuicServerConfig::try_from(tls).map_err(|error| ListenError::Tls(error.to_string()))?;
         let mut server = ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(Arc::new(transport(&config)?));
-        let endpoint = Endpoint::server(config.address, server)
-            .await
-            .map_err(|source| ListenError::Bind {
-                address: config.address,
-                source,
-            })?;
+        let bind_error = |source| ListenError::Bind {
+            address: config.address,
+            source,
+        };
+        let (socket, granted) = socket::bind(
+            config.address,
+            config.socket_receive_buffer,
+            config.socket_send_buffer,
+        )
+        .map_err(bind_error)?;
+        if granted.receive < config.socket_receive_buffer {
+            log::warn!(
+                "quic: the kernel granted a {} B receive buffer of the {} B asked \
+                 (net.core.rmem_max); bursts past it are dropped and resent",
+                granted.receive,
+                config.socket_receive_buffer
+            );
+        }
+        let endpoint = Endpoint::new(socket, EndpointConfig::default(), Some(server), None)
+            .map_err(bind_error)?;
         let local_address = endpoint.local_addr().map_err(ListenError::LocalAddress)?;
         Ok(Self {
             endpoint,
@@ -480,5 +498,6 @@ async fn first(a: impl Future<Output = Event>, b: impl Future<Output = Event>) -
     }
 }
 
+mod socket;
 #[cfg(test)]
 mod tests;

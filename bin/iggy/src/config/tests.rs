@@ -134,6 +134,8 @@ fn transports_the_build_lacks_default_to_off_and_set_keys_are_explicit() {
     assert!(config.quic.enabled);
     assert_eq!(config.quic.address, "127.0.0.1:8080".parse().unwrap());
     assert_eq!(config.quic.initial_mtu, 1200);
+    assert_eq!(config.quic.socket_receive_buffer, 8 << 20);
+    assert_eq!(config.quic.socket_send_buffer, 8 << 20);
     let minimal = Config::load(None, &BTreeMap::new(), &["tcp"]).unwrap();
     assert!(!minimal.websocket.enabled);
     assert!(!minimal.quic.enabled);

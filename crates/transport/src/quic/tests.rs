@@ -33,6 +33,8 @@ fn config() -> QuicConfig {
         stream_receive_window: 1 << 20,
         keep_alive_interval: None,
         max_idle_timeout: Some(Duration::from_secs(10)),
+        socket_receive_buffer: 1 << 20,
+        socket_send_buffer: 1 << 20,
     }
 }
 
@@ -59,7 +61,7 @@ where
             key_file: "".into(),
         };
         let tls = source.load().unwrap().server_config().unwrap();
-        let server = QuicServer::bind(config, tls).await.unwrap();
+        let server = QuicServer::bind(config, tls).unwrap();
         let address = server.local_address();
         let client = std::thread::spawn(move || {
             compio::runtime::Runtime::new()
