@@ -284,7 +284,7 @@ mod quic {
     use std::sync::mpsc::{Receiver, Sender, channel};
 
     use compio_quic::crypto::rustls::QuicClientConfig;
-    use compio_quic::{ClientConfig, Connection, Endpoint};
+    use compio_quic::{ClientConfig, Connection, Endpoint, EndpointConfig};
 
     pub(crate) struct QuicLink {
         requests: Sender<Vec<u8>>,
@@ -359,12 +359,56 @@ mod quic {
         let crypto =
             QuicClientConfig::try_from(super::client_config()).map_err(io::Error::other)?;
         let config = ClientConfig::new(Arc::new(crypto));
-        let endpoint = Endpoint::client("127.0.0.1:0").await?;
+        let endpoint = Endpoint::new(
+            client_socket(address)?,
+            EndpointConfig::default(),
+            None,
+            None,
+        )?;
         let connecting = endpoint
             .connect(address, "localhost", Some(config))
             .map_err(io::Error::other)?;
         let connection = connecting.await.map_err(io::Error::other)?;
         Ok((endpoint, connection))
+    }
+
+    /// The client's receive buffer: replies of a megabyte and more arrive in bursts, and a
+    /// datagram that finds the kernel's default 208 KiB full is dropped and resent after
+    /// QUIC slows down (the server sizes its own socket the same way).
+    const RECEIVE_BUFFER_BYTES: libc::c_int = 8 << 20;
+
+    /// A UDP socket of the server's address family on any local address and port, its
+    /// receive buffer sized (past `net.core.rmem_max` where the process may).
+    fn client_socket(server: SocketAddr) -> io::Result<compio::net::UdpSocket> {
+        use std::os::fd::AsRawFd;
+        let any: SocketAddr = if server.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = std::net::UdpSocket::bind(any)?;
+        let size = RECEIVE_BUFFER_BYTES;
+        // A c_int is 4 bytes: the length fits a socklen_t.
+        let length = libc::socklen_t::try_from(size_of::<libc::c_int>()).unwrap_or(4);
+        let set = |option| {
+            // SAFETY: the descriptor is open (owned by `socket`), and the value is a c_int
+            // whose size is passed with it.
+            unsafe {
+                libc::setsockopt(
+                    socket.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    option,
+                    (&raw const size).cast(),
+                    length,
+                )
+            }
+        };
+        // Without CAP_NET_ADMIN the forced size is refused and the plain one is capped by
+        // the kernel, which is still no smaller than its default.
+        if set(libc::SO_RCVBUFFORCE) != 0 {
+            set(libc::SO_RCVBUF);
+        }
+        compio::net::UdpSocket::from_std(socket)
     }
 
     /// One request on a new stream, its reply read to the end.

@@ -35,7 +35,8 @@ pub enum Problem {
         action: &'static str,
         kind: io::ErrorKind,
     },
-    /// `partition.state` does not decode: the partition will not open.
+    /// `partition.state` does not decode: the partition opens from its segments alone, and
+    /// offsets a power loss cut may be handed out again.
     State(StateError),
     /// The `.log`'s records stop being valid here: the server cuts a torn tail of the active
     /// segment at start-up and quarantines the partition for any other damage.
@@ -196,11 +197,46 @@ async fn check_indexes<S: Storage>(
         match read_file(storage, path).await {
             Ok(found) => {
                 let departure = compare_index(path, &found, &expected, entry_size);
+                if let Some(missing) = records_missing(paths, scanned, active, departure.as_ref())
+                    && entry_size == OFFSET_ENTRY_SIZE
+                {
+                    findings.push(missing);
+                }
                 findings.extend(departure.filter(|found| !(active && found.problem.is_lag())));
             }
             Err(found) => findings.push(found),
         }
     }
+}
+
+/// A sealed segment whose whole log is valid but whose index lists more records, agreeing
+/// with every record it has: the log lost records after the seal, and start-up quarantines
+/// the partition (FORMAT.md §7). Reported against the log, where the loss is.
+fn records_missing(
+    paths: &SegmentPaths,
+    scanned: &Scan,
+    active: bool,
+    departure: Option<&Finding>,
+) -> Option<Finding> {
+    let Some(Finding {
+        problem: Problem::IndexLong { entries, records },
+        ..
+    }) = departure
+    else {
+        return None;
+    };
+    if active || scanned.stop != StopReason::End {
+        return None;
+    }
+    let reason = StopReason::RecordsMissing {
+        indexed: *entries,
+        valid: *records,
+    };
+    Some(finding(
+        &paths.log,
+        scanned.valid_length,
+        Problem::Log(reason),
+    ))
 }
 
 /// The first place an index file departs from the entries it should hold.
@@ -327,7 +363,10 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Io { action, kind } => write!(f, "cannot {action}: {kind}"),
-            Self::State(error) => write!(f, "{error}: the partition will not open"),
+            Self::State(error) => write!(
+                f,
+                "{error}: the partition opens from its segments, without its offset reservation"
+            ),
             Self::Log(stop) => write!(f, "{}; the records from here on are lost", Stop(stop)),
             Self::Overlap {
                 previous_next_offset,
@@ -350,7 +389,8 @@ impl fmt::Display for Problem {
             ),
             Self::IndexLong { entries, records } => write!(
                 f,
-                "{entries} entries for {records} valid records (rebuilt at start-up)"
+                "{entries} entries for {records} valid records (rebuilt at start-up unless a \
+                 sealed log lost records they list)"
             ),
             Self::OffsetLost => write!(f, "no valid slot: the stored offset is lost"),
         }
@@ -368,6 +408,12 @@ impl fmt::Display for Stop<'_> {
                 write!(f, "a torn record ({available} of {needed} bytes present)")
             }
             StopReason::Invalid(error) => write!(f, "an invalid record: {error}"),
+            StopReason::RecordsMissing { indexed, valid } => write!(
+                f,
+                "the log ends before {} record(s) its index lists ({indexed} indexed, {valid} \
+                 valid): they were lost after the seal",
+                indexed.saturating_sub(*valid)
+            ),
             StopReason::OffsetDiscontinuity { expected, found } => write!(
                 f,
                 "a record at offset {found} where {expected} should follow"

@@ -216,3 +216,27 @@ fn the_active_segments_lagging_index_is_no_problem_a_sealed_ones_is() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_sealed_log_that_lost_its_last_records_is_reported_against_the_log() {
+    for keep in [2, 0] {
+        let storage = written();
+        let positions = record_positions(&storage);
+        let cut = positions[keep];
+        let mut bytes = storage.contents(&first_segment().log).unwrap();
+        bytes.truncate(usize::try_from(cut).unwrap());
+        storage.replace(&first_segment().log, bytes);
+        let findings = run(check_partitions(&storage, Path::new(ROOT)));
+        let log = findings
+            .iter()
+            .find(|finding| finding.path == first_segment().log)
+            .unwrap_or_else(|| panic!("kept {keep}: {findings:?}"));
+        assert_eq!(log.position, cut);
+        let expected = StopReason::RecordsMissing {
+            indexed: positions.len() as u64,
+            valid: keep as u64,
+        };
+        assert_eq!(log.problem, Problem::Log(expected), "kept {keep}");
+        assert!(log.to_string().contains("lost after the seal"), "{log}");
+    }
+}

@@ -44,6 +44,11 @@ pub enum StopReason {
         base_offset: u64,
         message_count: u32,
     },
+    /// A sealed segment's log ends, at a record boundary, before records its index lists:
+    /// they were lost after the seal, which synced all of them (damage, not a crash).
+    /// Found by comparing the log with its index (recovery, `iggy check`); a scan of the
+    /// log alone cannot see it.
+    RecordsMissing { indexed: u64, valid: u64 },
 }
 
 /// The outcome of a scan: the valid prefix and why it ends where it does.

@@ -82,20 +82,29 @@ impl PartitionState {
     }
 
     /// The next offset to assign after opening, given the offset after the last record in
-    /// the log and the current boot (§5): exact after a clean close or a crash within the same
-    /// boot (the kernel kept every accepted write), never below the reservation after a new
-    /// boot (unsynced writes, and the offsets they were given, may be gone).
+    /// the log and the current boot (§5): exact after a crash within the same boot (the
+    /// kernel kept every accepted write), never below the reservation after a new boot
+    /// (unsynced writes, and the offsets they were given, may be gone), and never below the
+    /// offset a clean close recorded: a clean close synced every record, so a log that ends
+    /// before it lost records to damage or removal, and their offsets are not given again.
     pub fn next_offset_after_open(&self, log_next_offset: u64, boot_id: Option<[u8; 16]>) -> u64 {
         let same_boot = boot_id.is_some_and(|id| id != [0; 16] && id == self.boot_id);
         if crate::broken::is(crate::broken::Break::ReuseOffsetAfterCrash) && !self.clean {
             // Deliberately broken (simulator check): the last offset is handed out again.
             return log_next_offset.saturating_sub(1);
         }
-        if self.clean || same_boot {
+        if same_boot && !self.clean {
             log_next_offset
         } else {
             log_next_offset.max(self.next_offset)
         }
+    }
+
+    /// Offsets a clean close recorded that the log no longer holds (`None` when it holds
+    /// them all, or the stop was not clean).
+    pub fn lost_after_clean_close(&self, log_next_offset: u64) -> Option<core::ops::Range<u64>> {
+        (self.clean && log_next_offset < self.next_offset)
+            .then_some(log_next_offset..self.next_offset)
     }
 }
 
@@ -174,5 +183,11 @@ mod tests {
             boot_id: [1; 16],
         };
         assert_eq!(clean.next_offset_after_open(10, Some([2; 16])), 10);
+        assert_eq!(clean.lost_after_clean_close(10), None);
+        // The log holds less than the clean close left: damage or removal, not a crash.
+        assert_eq!(clean.next_offset_after_open(7, Some([1; 16])), 10);
+        assert_eq!(clean.next_offset_after_open(0, None), 10);
+        assert_eq!(clean.lost_after_clean_close(7), Some(7..10));
+        assert_eq!(crashed.lost_after_clean_close(10), None);
     }
 }

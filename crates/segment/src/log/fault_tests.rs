@@ -10,7 +10,7 @@ use proptest::sample::Index;
 use super::tests::{append, batch, config, directory, log_path, offsets, open, run};
 use super::*;
 use crate::format::scan::StopReason;
-use crate::format::state::PartitionState;
+use crate::format::state::{PartitionState, STATE_SIZE};
 use crate::layout::{SegmentPaths, state_path};
 use crate::storage::Storage;
 use crate::storage::memory::{CrashMode, Faults, MemoryStorage};
@@ -902,4 +902,105 @@ fn a_failed_write_that_cut_the_reservation_reserves_again_at_the_next_append() {
         Some(LARGE_RECORD + (1 << 20)),
         "reserved again from the record"
     );
+}
+
+/// After a clean close every record was synced, so an active `.log` that then holds less
+/// (emptied, cut, overwritten, removed: damage, not a crash) lost acknowledged records.
+/// Their offsets are never given again: appends continue in a new segment at the offset the
+/// close recorded.
+#[test]
+fn records_lost_after_a_clean_close_never_give_their_offsets_again() {
+    let edits: [(&str, Option<Edit>); 4] = [
+        ("emptied", Some(Vec::clear)),
+        (
+            "cut at a record",
+            Some(|bytes| bytes.truncate(RECORD_BYTES)),
+        ),
+        ("overwritten", Some(|bytes| bytes.fill(0xA5))),
+        ("removed", None),
+    ];
+    for (name, edit) in edits {
+        let storage = MemoryStorage::new();
+        four_segments(&storage);
+        assert!(state(&storage).clean);
+        if let Some(edit) = edit {
+            let mut bytes = storage.contents(&log_path(18)).unwrap();
+            edit(&mut bytes);
+            storage.replace(&log_path(18), bytes);
+        } else {
+            run(storage.remove_file(&log_path(18))).unwrap();
+            remove_indexes(&storage, 18);
+        }
+        let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        assert!(!report.quarantined(), "{name}");
+        assert_eq!(log.next_offset(), 24, "{name}");
+        let appended = append(&mut log, batch(2, PAYLOAD), 99);
+        assert_eq!(
+            appended.base_offset, 24,
+            "{name}: no offset handed out twice"
+        );
+        let kept = if name == "cut at a record" { 20 } else { 18 };
+        let expected: Vec<u64> = (0..kept).chain(24..26).collect();
+        assert_eq!(all(&log), expected, "{name}");
+        drop(log);
+        let (log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        assert_eq!(all(&log), expected, "{name}: the gap holds across a crash");
+    }
+}
+
+/// A `partition.state` overwritten with more than its 64 bytes is unreadable; the open goes
+/// on from the segments and cuts the file to the state it writes, so the next open reads it.
+#[test]
+fn an_overlong_state_file_is_cut_back_to_its_size() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    let path = state_path(&directory());
+    storage.replace(&path, vec![0xA5; 1 << 20]);
+    let (log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(!report.clean);
+    assert_eq!(log.next_offset(), 24);
+    let bytes = storage.contents(&path).unwrap();
+    assert_eq!(bytes.len(), STATE_SIZE);
+    assert!(state(&storage).next_offset >= 24);
+}
+
+/// A sealed segment's log cut at a record boundary or emptied scans clean, but its index,
+/// synced with it at the seal, still lists the lost records: damage, so the partition opens
+/// quarantined (reads work, appends are refused, the index is kept as evidence) instead of
+/// rebuilding the index to match and going on as if nothing had been stored there.
+#[test]
+fn a_sealed_log_that_lost_its_last_records_quarantines_the_log() {
+    for keep in [2, 0] {
+        let storage = MemoryStorage::new();
+        four_segments(&storage);
+        let index_before = storage.contents(&SegmentPaths::new(&directory(), 0).index);
+        let mut bytes = storage.contents(&log_path(0)).unwrap();
+        bytes.truncate(keep * RECORD_BYTES);
+        storage.replace(&log_path(0), bytes);
+        let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        assert!(report.quarantined() && log.refuses_appends(), "kept {keep}");
+        let damage = &report.damage[0];
+        assert_eq!(damage.path, log_path(0));
+        assert_eq!(damage.position, (keep * RECORD_BYTES) as u64);
+        let expected = StopReason::RecordsMissing {
+            indexed: 3,
+            valid: keep as u64,
+        };
+        assert_eq!(damage.reason, expected);
+        assert!(matches!(refused(&mut log), AppendError::Quarantined { .. }));
+        let held: Vec<u64> = (0..2 * keep as u64).chain(6..24).collect();
+        assert_eq!(all(&log), held, "kept {keep}: what is left is served");
+        assert_eq!(
+            storage.contents(&SegmentPaths::new(&directory(), 0).index),
+            index_before,
+            "kept {keep}: the index is left as evidence"
+        );
+        // The repair of FORMAT.md §11: the indexes deleted, rebuilt from the log.
+        drop(log);
+        remove_indexes(&storage, 0);
+        let (mut log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+        assert!(!report.quarantined(), "kept {keep}: repaired");
+        let appended = append(&mut log, batch(2, PAYLOAD), 99);
+        assert!(appended.base_offset >= 24, "kept {keep}: no offset reused");
+    }
 }

@@ -47,7 +47,7 @@ pub use segment::SegmentInfo;
 
 use std::path::{Path, PathBuf};
 
-use crate::format::state::PartitionState;
+use crate::format::state::{PartitionState, STATE_SIZE};
 use crate::layout::state_path;
 use crate::storage::{Storage, StorageFile};
 
@@ -121,6 +121,7 @@ impl<S: Storage> PartitionLog<S> {
             path: damage.path.clone(),
             position: damage.position,
         });
+        log_lost_offsets(directory, &state, log_next);
         let next_offset = if refusal.is_some() {
             log_next
         } else {
@@ -162,6 +163,7 @@ impl<S: Storage> PartitionLog<S> {
             path: state_path(directory),
             source: std::io::Error::other(error),
         })?;
+        log.trim_state_file().await;
         report.next_offset = next_offset;
         report.segments = log.segments.len();
         Ok((log, report))
@@ -283,6 +285,26 @@ impl<S: Storage> PartitionLog<S> {
         Ok(())
     }
 
+    /// Cuts a `partition.state` longer than its fixed size (damage: garbage written over
+    /// it) to the state just written at its start; otherwise every later open would find it
+    /// unreadable again and ignore the offset reservation it holds. Best-effort: the state
+    /// in force is already written and synced.
+    async fn trim_state_file(&self) {
+        let size = self.state_file.size().await;
+        if !size.is_ok_and(|size| size > STATE_SIZE as u64) {
+            return;
+        }
+        let trimmed = self.state_file.set_len(STATE_SIZE as u64).await;
+        let trimmed = match trimmed {
+            Ok(()) => self.state_file.sync_data().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = trimmed {
+            let path = state_path(&self.directory);
+            log::warn!("{}: not cut to {STATE_SIZE} bytes: {error}", path.display());
+        }
+    }
+
     /// Writes `partition.state` and makes it durable. A refused write leaves the old state
     /// in force (the caller hands out no offset it would cover); a failed sync poisons.
     async fn write_state(&mut self, state: PartitionState) -> Result<(), AppendError> {
@@ -394,6 +416,22 @@ impl<S: Storage> PartitionLog<S> {
 }
 
 /// Logs what recovery cut and the damage it kept, one line each.
+/// Names the offsets a clean close recorded that the log no longer holds.
+fn log_lost_offsets(directory: &Path, state: &PartitionState, log_next: u64) {
+    if let Some(lost) = state.lost_after_clean_close(log_next) {
+        log::error!(
+            "partition {}: closed cleanly at offset {} but its log ends at {}: offsets {}..{} \
+             were lost since (a damaged or removed segment file, not a crash); they are not \
+             given again",
+            directory.display(),
+            lost.end,
+            lost.start,
+            lost.start,
+            lost.end
+        );
+    }
+}
+
 fn log_recovery(directory: &Path, report: &RecoveryReport) {
     for cut in &report.cuts {
         log::warn!(

@@ -202,6 +202,9 @@ async fn recover_segment<S: Storage>(
         Some(found) => found,
         None => recover_scan(&log, &paths, start_offset, size, active, report).await?,
     };
+    if !active && report.damage.len() == damage_before {
+        note_lost_records(stored.as_deref(), &found, start_offset, &paths, report);
+    }
     let damaged = report.damage.len() > damage_before;
     let mut segment = Segment {
         start_offset,
@@ -235,6 +238,40 @@ async fn recover_segment<S: Storage>(
         }
     }
     Ok(segment)
+}
+
+/// Records a sealed segment whose log lost records its index lists as damage.
+fn note_lost_records(
+    stored: Option<&[IndexEntry]>,
+    found: &Found,
+    start_offset: u64,
+    paths: &SegmentPaths,
+    report: &mut RecoveryReport,
+) {
+    let Some(stored) = stored.filter(|stored| lost_records(stored, found)) else {
+        return;
+    };
+    report.damage.push(Damage {
+        segment_start: start_offset,
+        path: paths.log.clone(),
+        position: found.size_bytes,
+        reason: StopReason::RecordsMissing {
+            indexed: stored.len() as u64,
+            valid: found.entries.len() as u64,
+        },
+        intact_at: None,
+    });
+}
+
+/// Whether a sealed segment's index lists records past the end of its valid log, starting
+/// exactly where the log now ends, after entries that all agree with it: the log lost its
+/// last records (cut, emptied) after the seal, while the index written with them kept them.
+/// An index that disagrees anywhere else is stale or damaged itself, and is rebuilt.
+fn lost_records(stored: &[IndexEntry], found: &Found) -> bool {
+    let valid = found.entries.len();
+    stored.len() > valid
+        && stored[..valid] == found.entries[..]
+        && u64::from(stored[valid].position) == found.size_bytes
 }
 
 /// The active segment's index files cut to the entries they hold that agree with the scan;
