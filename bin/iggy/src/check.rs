@@ -16,7 +16,9 @@ when the data is clean, 1 when problems were found, 2 when the check could not r
 Repairs, by file:
   metadata/journal.wal    a torn last entry needs nothing (the server cuts it); a corrupt
                           entry followed by intact ones stops the server: restore the file,
-                          or `truncate -s <offset> journal.wal` to drop that op and all later
+                          or `truncate -s <offset> journal.wal` to drop that op and all later;
+                          one that ends before the snapshot (emptied, removed) stops it too:
+                          restore it, or start once with --accept-metadata-loss
   metadata/snapshot.bin   restore it from a backup
   <segment>.log           a torn tail of the active (last) segment needs nothing (the server
                           cuts it); other damage quarantines the partition (reads up to the
@@ -24,7 +26,8 @@ Repairs, by file:
                           its .index and .timeindex, or move a sealed segment's three files
                           aside; the partition then opens, with offsets after the damage gone
   .index, .timeindex      delete both; the server rebuilds them from the .log
-  partition.state         restore it; deleting it derives the next offset from the log
+  partition.state         unreadable: the server goes on from the segments without its offset
+                          reservation; restore it to keep that
   <id>.offset             delete it; the consumer stores its offset again";
 
 /// Runs `iggy check` with the arguments after `check`.

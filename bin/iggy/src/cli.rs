@@ -1,11 +1,11 @@
 //! Command-line flags: `--fresh`, `--with-default-root-credentials`, `--config <path>`,
-//! `--replica-id <N>`, `--recover`, `--version`, `--help`.
+//! `--replica-id <N>`, `--recover`, `--accept-metadata-loss`, `--version`, `--help`.
 
 use std::path::PathBuf;
 
 pub(crate) const USAGE: &str = "\
 usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
-            [--replica-id <N>] [--recover]
+            [--replica-id <N>] [--recover] [--accept-metadata-loss]
        iggy check <data directory>        verify a stopped server's data (iggy check --help)
        iggy encryption rotate <data directory>
                                           re-encrypt a stopped server's data under a new key
@@ -17,6 +17,10 @@ usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
   --replica-id <N>                   which `[[cluster.nodes]]` entry this process is (default 0)
   --recover                          cluster mode: this node lost its data directory; take the
                                      cluster's state from the other nodes before taking part
+  --accept-metadata-loss             start from metadata/snapshot.bin alone when journal.wal
+                                     lost its start (emptied, removed, damaged from byte 0),
+                                     dropping every metadata change after the snapshot; without
+                                     it such a journal stops the start (iggy check reports it)
   -V, --version                      print the version and the features built in
   -h, --help                         print this help";
 
@@ -28,6 +32,7 @@ pub(crate) struct Cli {
     pub(crate) config: Option<PathBuf>,
     pub(crate) replica_id: u8,
     pub(crate) recover: bool,
+    pub(crate) accept_metadata_loss: bool,
     pub(crate) help: bool,
     pub(crate) version: bool,
 }
@@ -56,6 +61,7 @@ impl Cli {
                     cli.config = Some(PathBuf::from(path));
                 }
                 "--recover" => cli.recover = true,
+                "--accept-metadata-loss" => cli.accept_metadata_loss = true,
                 "--replica-id" => {
                     let id = arguments.next().ok_or(CliError::ReplicaId)?;
                     cli.replica_id = id.parse().map_err(|_not_id| CliError::ReplicaId)?;

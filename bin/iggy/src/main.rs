@@ -306,7 +306,7 @@ async fn run(
     // Handlers first, so a SIGTERM during start-up is a clean stop once serving begins.
     let shutdown = compio::runtime::spawn(shutdown_signal());
     let listeners = compose::Listeners::bind(&config).await?;
-    let info = server_info(&config, listeners.ports(), cli.replica_id);
+    let info = server_info(&config, listeners.ports(), cli);
     let (node, inboxes) = observed_node(&config, cores.len(), record_key)?;
     let mut inboxes = inboxes.into_iter();
     let leader_inbox = inboxes.next().expect("Node::new makes at least one inbox");
@@ -459,10 +459,10 @@ async fn start_cluster(
     Ok(())
 }
 
-fn server_info(config: &Config, ports: compose::Ports, replica_id: u8) -> ServerInfo {
+fn server_info(config: &Config, ports: compose::Ports, cli: &Cli) -> ServerInfo {
     let bound = [ports.tcp, ports.quic, ports.websocket, ports.http];
     ServerInfo {
-        roster: config.roster(replica_id, bound),
+        roster: config.roster(cli.replica_id, bound),
         tcp_port: ports.tcp,
         websocket_port: ports.websocket,
         http_port: ports.http,
@@ -485,6 +485,7 @@ fn server_info(config: &Config, ports: compose::Ports, replica_id: u8) -> Server
         validate_checksum: config.validate_checksum,
         enforce_fsync: config.enforce_fsync,
         sync_interval_us: micros(config.sync_interval),
+        accept_metadata_loss: cli.accept_metadata_loss,
     }
 }
 

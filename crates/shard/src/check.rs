@@ -17,7 +17,7 @@ use segment::storage::compio::CompioStorage;
 use segment::storage::{Storage, read_all};
 
 use crate::metadata::journal::JOURNAL_FILE;
-use crate::metadata::replay::{EntryDamage, recover, replay};
+use crate::metadata::replay::{EntryDamage, reaches_snapshot, recover, replay};
 use crate::metadata::snapshot::{SNAPSHOT_FILE, SnapshotError, decode_snapshot};
 use crate::metadata::{ApplyError, JournalError, Metadata};
 
@@ -51,6 +51,9 @@ pub enum Problem {
     JournalReplay(ApplyError),
     /// The journal continues a commit the snapshot does not reach.
     JournalGap { base: u64, snapshot_commit: u64 },
+    /// The journal ends before the snapshot's commit: it lost its start, and the changes
+    /// after the snapshot with it. The server refuses to start.
+    JournalShort { end: u64, snapshot_commit: u64 },
     /// A partition's file.
     Partition(segment::check::Problem),
 }
@@ -69,6 +72,11 @@ impl Finding {
                  (`truncate -s <byte> <file>`) to start without this and every later metadata op"
             }
             Problem::JournalTorn(_) => "none needed: the server cuts the torn entry at start-up",
+            Problem::JournalShort { .. } => {
+                "restore metadata/journal.wal from a backup, or start the server once with \
+                 --accept-metadata-loss to go on from the snapshot alone, without every metadata \
+                 change after it (users, tokens, permissions, streams, topics)"
+            }
             Problem::JournalUndecodable(_) => {
                 "run the build that wrote it, or truncate the journal at this byte"
             }
@@ -131,10 +139,13 @@ async fn check_metadata<S: Storage>(storage: &S, directory: &Path) -> Vec<Findin
                 findings.push(finding(&journal_path, replayed.valid_length, problem));
             }
             // Without a readable snapshot there is no state to replay onto.
-            if let Some(snapshot) = snapshot
-                && let Err(error) = recover(snapshot, &replayed, &journal_path)
-            {
-                findings.push(journal_finding(error));
+            if let Some(snapshot) = snapshot {
+                let commit = snapshot.commit;
+                let recovered = reaches_snapshot(&replayed, commit, &journal_path)
+                    .and_then(|()| recover(snapshot, &replayed, &journal_path));
+                if let Err(error) = recovered {
+                    findings.push(journal_finding(error));
+                }
             }
         }
         Err(error) => findings.push(journal_finding(error)),
@@ -189,6 +200,18 @@ fn journal_finding(error: JournalError) -> Finding {
             0,
             Problem::JournalGap {
                 base,
+                snapshot_commit,
+            },
+        ),
+        JournalError::Short {
+            path,
+            end,
+            snapshot_commit,
+        } => (
+            path,
+            0,
+            Problem::JournalShort {
+                end,
                 snapshot_commit,
             },
         ),
@@ -278,6 +301,14 @@ impl fmt::Display for Problem {
             } => write!(
                 f,
                 "the journal continues commit {base}, the snapshot holds commit {snapshot_commit}"
+            ),
+            Self::JournalShort {
+                end,
+                snapshot_commit,
+            } => write!(
+                f,
+                "the journal ends at commit {end}, before the snapshot's {snapshot_commit}: the \
+                 metadata changes after the snapshot are lost"
             ),
             Self::Partition(problem) => write!(f, "{problem}"),
         }

@@ -32,6 +32,7 @@ fn info() -> ServerInfo {
         validate_checksum: false,
         enforce_fsync: false,
         sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
+        accept_metadata_loss: false,
     }
 }
 

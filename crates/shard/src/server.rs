@@ -74,6 +74,9 @@ pub struct ServerInfo {
     /// `replicated`'s threshold sync starts at most once per this many µs
     /// (`[system.partition] sync_interval`; 0: at every threshold).
     pub sync_interval_us: u64,
+    /// Start from the metadata snapshot alone when the journal lost its start
+    /// (`--accept-metadata-loss`; see [`Journal::open_with`]).
+    pub accept_metadata_loss: bool,
 }
 
 /// Everything a shard serves from: metadata, partitions, sessions, consumer groups.
@@ -273,7 +276,8 @@ impl Server {
         node: Arc<Node>,
     ) -> Result<Rc<Self>, OpenError> {
         let directory = segment::layout::metadata_directory(&root);
-        let (journal, metadata) = Journal::open(&storage, &directory).await?;
+        let accept_loss = info.accept_metadata_loss;
+        let (journal, metadata) = Journal::open_with(&storage, &directory, accept_loss).await?;
         let sequencer = node.sequencer();
         let server = Self::for_shard_on(storage, info, metadata, root, node, sequencer);
         server.open_partitions().await?;

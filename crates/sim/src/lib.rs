@@ -238,6 +238,7 @@ impl Sim {
             validate_checksum: true,
             enforce_fsync: false,
             sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
+            accept_metadata_loss: false,
         }
     }
 

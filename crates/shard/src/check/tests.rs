@@ -179,3 +179,24 @@ fn a_journal_that_does_not_continue_its_snapshot_is_reported() {
     assert_eq!(findings[0].position, u64::try_from(second_entry).unwrap());
     assert!(matches!(findings[0].problem, Problem::JournalReplay(_)));
 }
+
+#[test]
+fn a_journal_that_ends_before_its_snapshot_is_reported() {
+    let storage = written();
+    let mut metadata = Metadata::default();
+    for op in stream_ops(3) {
+        metadata.apply(&op).unwrap();
+    }
+    // A compaction at commit 3, then the journal that continued it lost: emptied.
+    storage.replace(&snapshot_path(root()), encode_snapshot(&metadata));
+    let journal = metadata_directory(root()).join(JOURNAL_FILE);
+    storage.replace(&journal, Vec::new());
+    let findings = check(&storage);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let expected = Problem::JournalShort {
+        end: 0,
+        snapshot_commit: 3,
+    };
+    assert_eq!(findings[0].problem, expected);
+    assert!(findings[0].repair().contains("--accept-metadata-loss"));
+}

@@ -71,6 +71,7 @@ pub(super) fn info() -> ServerInfo {
         validate_checksum: false,
         enforce_fsync: false,
         sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
+        accept_metadata_loss: false,
     }
 }
 

@@ -48,7 +48,13 @@
 //! (between the renames: every op in it is at or below the snapshot's commit and is
 //! skipped, and open finishes the compaction), or both new. A journal whose base is above
 //! the snapshot's commit means the snapshot was lost or replaced by an older one: open
-//! refuses it ([`JournalError::Gap`]) rather than start without the ops in between.
+//! refuses it ([`JournalError::Gap`]) rather than start without the ops in between. A
+//! journal that ends before the snapshot's commit (empty, missing, or damaged from its first
+//! byte, so its base record is gone) cannot be an interrupted compaction's, since the old
+//! journal holds the op the snapshot was taken after: the ops after the snapshot are lost
+//! with it, and starting from the snapshot would silently undo them (a deleted user or a
+//! revoked token would return). Open refuses it ([`JournalError::Short`]) unless the
+//! operator accepts the loss ([`Journal::open_with`]).
 //! Leftover `.tmp` files are removed at open. Compaction runs inline, under the commit lock,
 //! on the op that crosses a limit: that one commit pays for writing the snapshot.
 //!
@@ -77,7 +83,9 @@ use segment::storage::{Storage, StorageFile, read_all};
 use super::apply::ApplyError;
 use super::model::Metadata;
 use super::op::MetadataOp;
-use super::replay::{EntryDamage, encode_base_entry, encode_entry, recover, replay};
+use super::replay::{
+    EntryDamage, encode_base_entry, encode_entry, reaches_snapshot, recover, replay,
+};
 use super::snapshot::{SNAPSHOT_FILE, SnapshotError, decode_snapshot, encode_snapshot};
 
 pub use super::replay::{ENTRY_HEADER_BYTES, ENTRY_LENGTH_MAX};
@@ -154,6 +162,17 @@ pub enum JournalError {
         base: u64,
         snapshot_commit: u64,
     },
+    #[error(
+        "{path} ends at commit {end}, before the snapshot's {snapshot_commit}: it lost its start \
+         (a compaction's journal always reaches its snapshot), and the metadata changes after \
+         the snapshot with it; restore it from a backup, or start once with \
+         --accept-metadata-loss to go on from the snapshot alone"
+    )]
+    Short {
+        path: PathBuf,
+        end: u64,
+        snapshot_commit: u64,
+    },
     #[error("op of {length} bytes exceeds the journal's entry limit")]
     EntryTooLarge { length: usize },
     #[error("an earlier write or sync of {path} failed; the journal is closed")]
@@ -181,8 +200,20 @@ pub struct Journal<S: Storage> {
 impl<S: Storage + Clone> Journal<S> {
     /// Opens (creating it and the directory, mode 0700, if needed) the journal and snapshot
     /// in `directory` and returns the journal with the state they hold. Cuts a torn tail,
-    /// removes leftovers of an interrupted compaction and finishes it.
+    /// removes leftovers of an interrupted compaction and finishes it. A journal that ends
+    /// before the snapshot's commit is refused ([`JournalError::Short`]).
     pub async fn open(storage: &S, directory: &Path) -> Result<(Self, Metadata), JournalError> {
+        Self::open_with(storage, directory, false).await
+    }
+
+    /// [`Self::open`], except that with `accept_loss` a journal that ends before the
+    /// snapshot's commit is logged and replaced, and the state is the snapshot's: what an
+    /// operator asks for when the journal is lost and no backup holds it.
+    pub async fn open_with(
+        storage: &S,
+        directory: &Path,
+        accept_loss: bool,
+    ) -> Result<(Self, Metadata), JournalError> {
         prepare_directory(storage, directory).await?;
         let snapshot = read_snapshot(storage, directory).await?;
         let snapshot_commit = snapshot.commit;
@@ -196,6 +227,14 @@ impl<S: Storage + Clone> Journal<S> {
             .await
             .map_err(io_error("sync", directory))?;
         let replay = replay(&bytes, &path)?;
+        match reaches_snapshot(&replay, snapshot_commit, &path) {
+            Err(error) if accept_loss => {
+                log::error!(
+                    "metadata: {error}; --accept-metadata-loss: going on from the snapshot"
+                );
+            }
+            reached => reached?,
+        }
         let metadata = recover(snapshot, &replay, &path)?;
         let mut journal = Self {
             storage: storage.clone(),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use proto::primitives::{OptionsBlock, Permissions};
+use segment::storage::Storage;
 use segment::storage::memory::{CrashMode, Faults, MemoryStorage};
 
 use super::journal::JOURNAL_FILE;
@@ -547,4 +548,59 @@ fn compaction_on_disk_replaces_files_owner_only() {
         "no temporary file left"
     );
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A journal that lost its start after a compaction (emptied, removed, overwritten from its
+/// first byte) ends before the snapshot's commit: the ops after the snapshot went with it,
+/// and starting from the snapshot would silently undo them (a deleted user back). Open
+/// refuses it; with the operator's acceptance it goes on from the snapshot and writes a
+/// journal that continues it.
+#[test]
+fn a_journal_that_lost_its_start_after_a_compaction_is_refused_unless_accepted() {
+    let edits: [(&str, Option<Vec<u8>>); 3] = [
+        ("emptied", Some(Vec::new())),
+        ("overwritten", Some(vec![0xA5; 4096])),
+        ("removed", None),
+    ];
+    for (name, replacement) in edits {
+        let storage = MemoryStorage::new();
+        let (journal, mut metadata) = open(&storage).unwrap();
+        let mut journal = journal.with_compaction_limits(limits(4));
+        let ops = valid_ops(8);
+        append_all(&mut journal, &mut metadata, &ops);
+        assert_eq!(journal.base(), 5);
+        drop(journal);
+        match replacement {
+            Some(bytes) => storage.replace(&journal_path(), bytes),
+            None => ready(storage.remove_file(&journal_path())).unwrap(),
+        }
+        let refused = open(&storage).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                JournalError::Short {
+                    end: 0,
+                    snapshot_commit: 5,
+                    ..
+                }
+            ),
+            "{name}: {refused}"
+        );
+        assert!(refused.to_string().contains("--accept-metadata-loss"));
+        let accepted = ready(Journal::open_with(&storage, Path::new(DIRECTORY), true));
+        let (journal, state) = accepted.unwrap();
+        assert_eq!(
+            state,
+            state_after(&ops[..5]),
+            "{name}: the snapshot's state"
+        );
+        assert_eq!(journal.base(), 5);
+        drop(journal);
+        let (_, reopened) = open(&storage).unwrap();
+        assert_eq!(
+            reopened,
+            state_after(&ops[..5]),
+            "{name}: opens plainly again"
+        );
+    }
 }

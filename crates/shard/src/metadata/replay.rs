@@ -154,6 +154,26 @@ pub fn recover(snapshot: Metadata, replay: &Replay, path: &Path) -> Result<Metad
     Ok(metadata)
 }
 
+/// Refuses a journal that ends before the snapshot's commit ([`JournalError::Short`]): it
+/// lost its start, since a compaction's old journal always ends at the snapshot's commit and
+/// its new one starts there (`journal.rs`, "Compaction").
+pub fn reaches_snapshot(
+    replay: &Replay,
+    snapshot_commit: u64,
+    path: &Path,
+) -> Result<(), JournalError> {
+    let ops = u64::try_from(replay.entries.len()).unwrap_or(u64::MAX);
+    let end = replay.base.saturating_add(ops);
+    if end < snapshot_commit {
+        return Err(JournalError::Short {
+            path: path.to_path_buf(),
+            end,
+            snapshot_commit,
+        });
+    }
+    Ok(())
+}
+
 /// Adds the intact entry `body` at `position` to `replay`: the base record may only open
 /// the file; anything else must be an op.
 fn replay_body(

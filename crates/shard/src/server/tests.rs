@@ -44,6 +44,7 @@ fn server() -> std::rc::Rc<Server> {
         validate_checksum: false,
         enforce_fsync: false,
         sync_interval_us: segment::log::SYNC_INTERVAL_DEFAULT_US,
+        accept_metadata_loss: false,
     };
     let root = std::env::temp_dir().join("shard-server-tests-unused");
     let server = Server::new(info, Metadata::default(), root);
