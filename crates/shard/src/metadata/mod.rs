@@ -13,6 +13,7 @@ pub mod journal;
 mod model;
 mod op;
 pub mod op_codec;
+mod option_text;
 pub mod options;
 pub mod permissions;
 pub mod rekey;

@@ -297,6 +297,7 @@ pub fn patch_topic_options(
     defaults: &TopicSettings,
     partitions_count: u32,
 ) -> Result<TopicPatch, Refusal> {
+    let set = &super::option_text::canonical_topic_options(set)?;
     let mut patch = TopicPatch {
         name: None,
         options: options.clone(),

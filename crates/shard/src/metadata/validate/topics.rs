@@ -8,6 +8,7 @@ use proto::commands::partitions::{CreatePartitions, DeletePartitions};
 use proto::commands::topics::TOPICS_PER_STREAM_MAX;
 use proto::commands::topics::{CreateTopic, DeleteTopic, PARTITIONS_PER_TOPIC_MAX};
 
+use crate::metadata::option_text::canonical_topic_options;
 use crate::metadata::options::{patch_topic_options, resolve_topic_options};
 use crate::metadata::permissions::{can_create_topic, can_manage_topic, can_use_groups, require};
 use crate::metadata::resolve::lowest_free_id;
@@ -35,7 +36,8 @@ pub fn create_topic(
     if stream.topics.len() >= TOPICS_PER_STREAM_MAX {
         return Err(Refusal::Limit(Limit::Topics));
     }
-    let settings = resolve_topic_options(&request.options, defaults, request.partitions_count)?;
+    let options = canonical_topic_options(&request.options)?;
+    let settings = resolve_topic_options(&options, defaults, request.partitions_count)?;
     let id = lowest_free_id(stream.topics.keys().copied()).ok_or(Refusal::Limit(Limit::Topics))?;
     Ok(MetadataOp::CreateTopic {
         stream_id: stream.id,
@@ -43,7 +45,7 @@ pub fn create_topic(
         name: String::from(request.name.as_str()),
         created_at: now_micros,
         partitions_count: request.partitions_count,
-        options: request.options.clone(),
+        options,
         settings,
     })
 }
