@@ -5,6 +5,7 @@
 //! and the handshake grace; a bad frame or a message that is not one gets an eviction and ends
 //! that connection only.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
@@ -67,6 +68,58 @@ pub(crate) enum Piece {
     Failed(String),
 }
 
+/// Bytes a link's transport has read from its socket toward the next message, bounded while
+/// the link is unauthenticated. A transport whose message limit is fixed for the whole
+/// connection (tungstenite's, set at the upgrade) would otherwise let a client that has not
+/// logged in make the server hold a fragmented message up to the authenticated limit.
+#[derive(Debug)]
+pub(crate) struct ReadMeter {
+    /// Bytes read since the last whole message.
+    read: Cell<usize>,
+    /// The most `read` may reach while unauthenticated.
+    unauthenticated_max: usize,
+    authenticated: Cell<bool>,
+}
+
+impl ReadMeter {
+    /// A meter of an unauthenticated link allowing `unauthenticated_max` bytes per message.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn new(unauthenticated_max: usize) -> Self {
+        Self {
+            read: Cell::new(0),
+            unauthenticated_max,
+            authenticated: Cell::new(false),
+        }
+    }
+
+    /// Whether the transport may read more from its socket now.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn allows_reading(&self) -> bool {
+        self.authenticated.get() || self.read.get() < self.unauthenticated_max
+    }
+
+    /// The transport read `bytes` from its socket.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn count(&self, bytes: usize) {
+        self.read.set(self.read.get().saturating_add(bytes));
+    }
+
+    /// The most an unauthenticated message may take from the socket.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn unauthenticated_max(&self) -> usize {
+        self.unauthenticated_max
+    }
+
+    /// A whole message arrived: the next one starts from nothing.
+    fn message_read(&self) {
+        self.read.set(0);
+    }
+
+    fn set_authenticated(&self, authenticated: bool) {
+        self.authenticated.set(authenticated);
+    }
+}
+
 /// The log line of a link's end.
 pub(crate) fn log_end(name: &str, peer: SocketAddr, ended: &Ended) {
     match ended {
@@ -97,6 +150,8 @@ pub(crate) struct Link<'l, H: ConnectionHandler> {
     pub(crate) connection: &'l H::Connection,
     pub(crate) config: LinkConfig,
     pub(crate) shared: &'l Shared,
+    /// The transport's bound on what it reads before login, if it needs one.
+    pub(crate) read_meter: Option<&'l ReadMeter>,
 }
 
 /// What the connection loop waits for besides answers and evictions.
@@ -165,6 +220,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
             stopping: false,
             client: 0,
         };
+        if let Some(meter) = self.read_meter {
+            meter.set_authenticated(progress.authenticated);
+        }
         let in_flight_max = self.config.in_flight_max.max(1);
         loop {
             let watch = progress.watch(pending.len(), in_flight_max, self.config.handshake_grace);
@@ -228,6 +286,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
         S::Error: std::fmt::Display,
     {
         let timeout = self.config.write_timeout;
+        if let (Some(meter), Some(_)) = (self.read_meter, &message) {
+            meter.message_read();
+        }
         let refused = match message {
             Some(Piece::Frame(bytes)) => match self.check(&bytes, progress.authenticated) {
                 Ok(header) => {
@@ -285,6 +346,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
             progress.unauthenticated_since = Instant::now();
         }
         progress.authenticated = authenticated;
+        if let Some(meter) = self.read_meter {
+            meter.set_authenticated(authenticated);
+        }
         if evicts { Err(Ended::Evicted) } else { Ok(()) }
     }
 
@@ -380,5 +444,34 @@ where
     match compio::time::timeout(timeout, sink.send(bytes)).await {
         Ok(result) => result.map_err(|error| Ended::Io(error.to_string())),
         Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadMeter;
+
+    #[test]
+    fn the_read_meter_bounds_each_unauthenticated_message_and_nothing_after_login() {
+        let meter = ReadMeter::new(100);
+        meter.count(99);
+        assert!(meter.allows_reading());
+        meter.count(1);
+        assert!(!meter.allows_reading(), "at the bound");
+        meter.message_read();
+        assert!(meter.allows_reading(), "each message starts from nothing");
+        meter.set_authenticated(true);
+        meter.count(1 << 30);
+        assert!(
+            meter.allows_reading(),
+            "logged in: the transport's own limit"
+        );
+        meter.set_authenticated(false);
+        assert!(
+            !meter.allows_reading(),
+            "a logout bounds the message being read"
+        );
+        meter.message_read();
+        assert!(meter.allows_reading());
     }
 }

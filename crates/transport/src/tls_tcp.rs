@@ -159,6 +159,8 @@ async fn serve_connection<H: ConnectionHandler>(
         connection: &connection,
         config: link_config,
         shared: &shared,
+        // Frames are sized from their headers before their bodies are read.
+        read_meter: None,
     };
     let size_max = || link_config.size_max(handler.authenticated(&connection));
     let reading = read_frames(reader, size_max, config.frame_read_timeout, sender);

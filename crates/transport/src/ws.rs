@@ -7,8 +7,10 @@
 //! `size`, a frame over the size limit, a command other than Request or a Text message gets
 //! an eviction and ends that connection only. Ping and Pong are answered by tungstenite.
 //! Requests of one connection are handled concurrently and answered as they complete, as
-//! on TCP; before login the connection is read in lockstep and must log in within the
-//! handshake grace (which also bounds the upgrade).
+//! on TCP; before login the connection is read in lockstep, must log in within the
+//! handshake grace (which also bounds the upgrade), and may read no more from its socket
+//! toward one message than the unauthenticated frame limit and a little room ([`metered`]),
+//! since tungstenite's message limit is the authenticated one for the whole connection.
 //!
 //! [`WsServer::serve`] serves every connection on the shard it runs on;
 //! [`WsServer::serve_sharded`] hands plain connections to every shard at accept
@@ -27,7 +29,7 @@ use compio_ws::tungstenite::{Error as WsError, Message};
 use futures_util::{SinkExt, StreamExt};
 
 use crate::ConnectionHandler;
-use crate::message_link::{Link, LinkConfig, Piece, Shared, accept_until, log_end};
+use crate::message_link::{Link, LinkConfig, Piece, ReadMeter, Shared, accept_until, log_end};
 
 /// Limits and address of a WebSocket listener (`[websocket]`, and `[message_bus]` for the
 /// frame limits every binary transport shares).
@@ -201,6 +203,17 @@ async fn serve_connection<H: ConnectionHandler>(
 ) {
     let _ = stream.set_nodelay(true);
     let accepted = Instant::now();
+    let meter = Rc::new(ReadMeter::new(metered::unauthenticated_read_max(
+        config.unauthenticated_frame_size_max,
+    )));
+    let (read, write) = stream.into_split();
+    let stream = (
+        metered::MeteredRead {
+            socket: read,
+            meter: Rc::clone(&meter),
+        },
+        write,
+    );
     let upgrade = async {
         match tls {
             #[cfg(feature = "tls")]
@@ -232,6 +245,7 @@ async fn serve_connection<H: ConnectionHandler>(
         connection: &connection,
         config: config.link(),
         shared: &shared,
+        read_meter: Some(&meter),
     };
     let ended = link.serve(pieces, pin!(replies), accepted).await;
     log_end("websocket", peer, &ended);
@@ -263,5 +277,6 @@ fn piece(message: Result<Message, WsError>) -> Piece {
 }
 
 pub mod handoff;
+mod metered;
 #[cfg(test)]
 mod tests;

@@ -188,6 +188,72 @@ fn an_unauthenticated_frame_over_its_limit_is_refused() {
     });
 }
 
+/// Sends `message` as a Binary message in fragments of 4 KiB, its last one final only when
+/// `finish`; false once the server has closed the connection under the client.
+fn send_in_fragments(socket: &mut WebSocket<TcpStream>, message: &[u8], finish: bool) -> bool {
+    use tungstenite::protocol::frame::Frame;
+    use tungstenite::protocol::frame::coding::{Data, OpCode};
+    let fragments: Vec<&[u8]> = message.chunks(4096).collect();
+    for (index, fragment) in fragments.iter().enumerate() {
+        let opcode = if index == 0 {
+            OpCode::Data(Data::Binary)
+        } else {
+            OpCode::Data(Data::Continue)
+        };
+        let last = finish && index + 1 == fragments.len();
+        let frame = Frame::message(fragment.to_vec(), opcode, last);
+        if socket.send(Message::Frame(frame)).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// The connection ends (a Close, the end of the stream or a reset); false when the read
+/// timed out instead.
+fn closes(socket: &mut WebSocket<TcpStream>) -> bool {
+    loop {
+        match socket.read() {
+            Ok(Message::Close(_)) => {}
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(tungstenite::Error::Io(error))
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn an_unauthenticated_fragmented_message_is_cut_off_at_its_bound() {
+    // Grace and message limit far past what the bound allows: only the bound ends it.
+    let config = WsConfig {
+        frame_size_max: 8 << 20,
+        fragment_size_max: 8 << 20,
+        handshake_grace: Duration::from_mins(1),
+        ..config()
+    };
+    serve_with(config, Scripted::logging_in(), |address| {
+        let mut hostile = connect(address);
+        // 4 KiB + 64 KiB may be read toward it; 1 MiB never completes a message.
+        let _ = send_in_fragments(&mut hostile, &vec![0; 1 << 20], false);
+        assert!(closes(&mut hostile), "the server waited for the rest");
+        // Logged in, a request of that size in the same fragments is served.
+        let mut client = connect(address);
+        client.send(Message::binary(request(2, b"login"))).unwrap();
+        assert_eq!(reply(&mut client).0, 2);
+        let large = request(3, &vec![7; 1 << 20]);
+        assert!(send_in_fragments(&mut client, &large, true));
+        assert_eq!(reply(&mut client), (3, vec![7; 1 << 20]));
+        client.close(None).unwrap();
+    });
+}
+
 #[test]
 fn clients_that_never_upgrade_or_never_log_in_are_closed_after_the_grace() {
     let handler = Scripted::logging_in();
