@@ -261,7 +261,7 @@ type Acceptor = NoTls;
 
 /// Stands for the acceptor a build without TLS cannot have.
 #[cfg(not(feature = "tls"))]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum NoTls {}
 
 /// What a WebSocket message is to the link.
