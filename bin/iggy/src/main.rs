@@ -530,12 +530,14 @@ async fn complete_handoffs(server: Rc<Server>) {
 }
 
 /// Gives this shard's partitions the time every `period`, so a threshold sync that waits
-/// for `[system.partition] sync_interval` starts though no append comes.
+/// for `[system.partition] sync_interval` starts though no append comes, and retries the
+/// partitions that could not be opened.
 pub(crate) async fn tick_partitions(server: Rc<Server>, period: Duration) {
     let mut interval = compio::time::interval(period);
     loop {
         interval.tick().await;
         server.tick_partitions(server.now_us());
+        server.retry_unopened_partitions(server.now_us()).await;
     }
 }
 

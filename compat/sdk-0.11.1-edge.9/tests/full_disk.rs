@@ -20,7 +20,11 @@ struct SmallDisk {
 
 impl SmallDisk {
     fn mount(megabytes: u32) -> Option<Self> {
-        let path = std::env::temp_dir().join(format!("iggy-full-disk-{}", std::process::id()));
+        // One directory per disk: the tests of this file run at once in one process.
+        static DISKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let disk = DISKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("iggy-full-disk-{}-{disk}", std::process::id());
+        let path = std::env::temp_dir().join(name);
         std::fs::create_dir_all(&path).ok()?;
         let size = format!("size={megabytes}m");
         let mounted = Command::new("mount")
@@ -186,5 +190,86 @@ fn a_full_disk_refuses_cleanly_and_recovers() {
         let root = root_client(&server).await;
         assert_exactly(&root, acknowledged).await;
     });
+    drop(server);
+}
+
+/// Sends one message to `partition` of `full`/`topic`, retrying for up to 10 s: a
+/// partition that could not be opened is retried by the server on its own.
+async fn send_when_served(client: &IggyClient, topic: &str, partition: u32) {
+    let mut error = None;
+    for _ in 0..100 {
+        let mut batch = vec![message(u64::from(partition))];
+        match client
+            .send_messages(
+                &id("full"),
+                &id(topic),
+                &Partitioning::partition_id(partition),
+                &mut batch,
+            )
+            .await
+        {
+            Ok(_) => return,
+            Err(refused) => error = Some(refused),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("partition {partition} of {topic} never served: {error:?}");
+}
+
+#[test]
+fn partitions_created_on_a_full_disk_are_served_once_space_returns() {
+    let Some(disk) = SmallDisk::mount(24) else {
+        println!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let data = disk.data().join("data");
+    let data_env = data.to_string_lossy().into_owned();
+    let mut server = Server::start_with_env(&[("IGGY_SYSTEM_PATH", data_env.as_str())]);
+    let partitions = 3;
+    let mut created = Vec::new();
+    run(async {
+        let root = root_client(&server).await;
+        create_stream_topic(&root, "full", "before", 1).await;
+        disk.fill_up();
+        // The metadata journal's last page may still take a topic whose partitions' files
+        // cannot be made: the topic exists, its partitions are not served yet. Until the
+        // journal refuses too.
+        for index in 0..50 {
+            let name = format!("t{index}");
+            let options = TopicCreateOptions {
+                partitions_count: Some(partitions),
+                ..TopicCreateOptions::default()
+            };
+            let result = root.create_topic(&id("full"), &name, &options).await;
+            println!("create {name} on the full disk: {:?}", result.as_ref().map(drop));
+            if matches!(root.get_topic(&id("full"), &id(&name)).await, Ok(Some(_))) {
+                created.push(name);
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        assert!(root.ping().await.is_ok(), "the server still serves");
+    });
+    // A restart on the full disk starts, whatever the disk refused it.
+    server.restart();
+    run(async {
+        let root = root_client(&server).await;
+        assert!(root.ping().await.is_ok(), "started on the full disk");
+    });
+    disk.grow(64);
+    run(async {
+        let root = root_client(&server).await;
+        for topic in &created {
+            for partition in 0..partitions {
+                send_when_served(&root, topic, partition).await;
+            }
+        }
+        create_stream_topic(&root, "after", "t", partitions).await;
+        for partition in 0..partitions {
+            send_range(&root, "after", "t", partition, 0..10, 5).await;
+        }
+    });
+    println!("topics created as the disk filled, served once space returned: {created:?}");
     drop(server);
 }

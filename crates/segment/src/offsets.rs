@@ -105,15 +105,26 @@ impl<S: Storage> ConsumerOffsets<S> {
             .await
             .map_err(error("open", &path))?;
         let bytes = read_all(&file).await.map_err(error("read", &path))?;
-        if let Some(slot) = newest_slot(&bytes) {
-            // Closed again: files are opened when stored to.
-            let stored = Stored {
-                slot,
-                file: None,
-                used: 0,
-            };
-            self.stored.insert(owner, stored);
-        }
+        let Some(slot) = newest_slot(&bytes) else {
+            // Empty: created, then the first store failed or the process died before it.
+            // Anything else is damage: the owner starts again as one that never stored.
+            if !bytes.is_empty() {
+                log::warn!(
+                    "offset file {} ({} bytes) holds no intact offset: {owner:?} has none \
+                     stored until it stores one again",
+                    path.display(),
+                    bytes.len()
+                );
+            }
+            return Ok(());
+        };
+        // Closed again: files are opened when stored to.
+        let stored = Stored {
+            slot,
+            file: None,
+            used: 0,
+        };
+        self.stored.insert(owner, stored);
         Ok(())
     }
 

@@ -395,6 +395,14 @@ impl Server {
         self.data.tick_partitions(now_us);
     }
 
+    /// Tries again to open this shard's partitions that an earlier open left closed (a full
+    /// disk, no free file descriptor); cheap when all are open. Every shard calls it for its
+    /// own, after [`Self::tick_partitions`].
+    pub async fn retry_unopened_partitions(&self, now_us: u64) {
+        let metadata = || Rc::clone(&self.metadata.borrow());
+        self.data.retry_unopened(now_us, metadata).await;
+    }
+
     pub fn tick(&self, now_us: u64) {
         self.evict_stale(now_us);
         // Sessions whose identity lapsed on its own (an expired token) end within a tick.

@@ -14,6 +14,7 @@
 //! groups are run by the leader (the metadata sequencer), which publishes its decisions to
 //! every shard ([`leases`]): group polls are checked where they are served.
 
+mod fault_log;
 mod fetch;
 mod group_plane;
 mod groups;
@@ -43,10 +44,11 @@ pub use segment::producers::{Admission, PRODUCERS_MAX, ProducerTable};
 pub use send::SendPlan;
 pub use signal::{Cancel, Notified, Notify, Race, Waiting, race};
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use segment::layout::partition_directory;
@@ -167,6 +169,18 @@ pub enum DataError {
     },
 }
 
+/// `error` and each of its sources, for one log line.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
+}
+
 /// A partition this shard owns: the incarnation it was opened for, and its handle (also
 /// published in the routes).
 #[derive(Debug)]
@@ -211,7 +225,25 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     metrics: Arc<ShardMetrics>,
     /// The at-rest key (`[system.encryption]`): sends are sealed with it, reads opened.
     record_key: Option<Arc<crate::at_rest::RecordKey>>,
+    /// Held by a reconcile: one at a time, since each awaits opens and closes between
+    /// reading and changing `partitions`.
+    reconciling: futures_util::lock::Mutex<()>,
+    /// While a partition the metadata holds could not be opened: when to try again (µs)
+    /// and the wait before that try, doubled by each failed one. `None` while all are open.
+    unopened_retry: Cell<Option<Retry>>,
 }
+
+/// The next try to open the partitions an open left closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Retry {
+    at_us: u64,
+    wait_us: u64,
+}
+
+/// The wait before the first retry of a partition that could not be opened, and the most
+/// any wait grows to (µs): a disk that stays full costs a few log lines a minute.
+const REOPEN_WAIT_FIRST_US: u64 = 1_000_000;
+const REOPEN_WAIT_MAX_US: u64 = 60_000_000;
 
 impl DataPlane<ShardStorage> {
     /// The data plane on real files under `root` (the `system.path`).
@@ -252,6 +284,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             clock: Arc::new(SystemClock),
             metrics: Arc::default(),
             record_key: None,
+            reconciling: futures_util::lock::Mutex::new(()),
+            unopened_retry: Cell::new(None),
         }
     }
 
@@ -357,9 +391,33 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         self.place
     }
 
-    /// Opens every partition the metadata knows and sets up every group (start-up).
+    /// Opens every partition the metadata knows and sets up every group (start-up). A
+    /// partition that cannot be opened (a full disk, no free file descriptor) is logged and
+    /// left closed, so the others are served; [`Self::retry_unopened`] tries it again.
     pub async fn open_all(&self, metadata: &Metadata) -> Result<(), DataError> {
-        self.reconcile(metadata).await
+        match self.reconcile(metadata).await {
+            Err(DataError::Partition { .. }) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Tries again to open the partitions an earlier open left closed, once their retry is
+    /// due at `now_us` (a second after the failure, the wait doubling up to a minute);
+    /// `metadata` gives the current metadata once no other reconcile runs (one running
+    /// retries them itself). Cheap when every partition is open.
+    pub async fn retry_unopened(&self, now_us: u64, metadata: impl FnOnce() -> Rc<Metadata>) {
+        let Some(retry) = self.unopened_retry.get() else {
+            return;
+        };
+        if now_us < retry.at_us {
+            return;
+        }
+        let Some(_reconciling) = self.reconciling.try_lock() else {
+            return;
+        };
+        let metadata = metadata();
+        // Failures are logged (and the time of the next retry set) inside.
+        let _ = self.reconcile_locked(&metadata, now_us).await;
     }
 
     /// Brings partitions and groups in step after `op` was applied to `metadata`. On a
@@ -372,9 +430,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             | MetadataOp::DeletePartitions { .. }
             | MetadataOp::CreateConsumerGroup { .. } => self.reconcile(metadata).await,
             MetadataOp::DeleteTopic { stream_id, id } => {
-                self.reconcile(metadata).await?;
+                // A partition elsewhere that still cannot be opened does not keep this
+                // topic's files: its error is returned after they went.
+                let reconciled = self.reconcile(metadata).await;
                 if !self.place.is_leader() {
-                    return Ok(());
+                    return reconciled;
                 }
                 let topic = self
                     .root
@@ -382,15 +442,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     .join(stream_id.to_string())
                     .join("topics")
                     .join(id.to_string());
-                self.remove_directory(&topic).await
+                self.remove_directory(&topic).await.and(reconciled)
             }
             MetadataOp::DeleteStream { id } => {
-                self.reconcile(metadata).await?;
+                let reconciled = self.reconcile(metadata).await;
                 if !self.place.is_leader() {
-                    return Ok(());
+                    return reconciled;
                 }
                 let stream = self.root.join("streams").join(id.to_string());
-                self.remove_directory(&stream).await
+                self.remove_directory(&stream).await.and(reconciled)
             }
             MetadataOp::DeleteConsumerGroup {
                 stream_id,
@@ -571,6 +631,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     async fn reconcile(&self, metadata: &Metadata) -> Result<(), DataError> {
+        let _reconciling = self.reconciling.lock().await;
+        self.reconcile_locked(metadata, self.clock.now_us()).await
+    }
+
+    /// Closes the partitions `metadata` no longer holds and opens those it holds that are
+    /// not open. A partition that cannot be opened is logged and skipped, so one full disk
+    /// or exhausted descriptor table does not close the rest; the first such failure is
+    /// returned after the others were tried.
+    async fn reconcile_locked(&self, metadata: &Metadata, now_us: u64) -> Result<(), DataError> {
         let wanted = self.wanted(metadata);
         let stale: Vec<(PartitionKey, PartitionHandle)> = {
             let partitions = self.partitions.borrow();
@@ -592,6 +661,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
         }
+        let mut unopened = None;
         for (key, (incarnation, spec)) in wanted {
             if self.partitions.borrow().contains_key(&key) {
                 continue;
@@ -600,9 +670,21 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 metrics: Arc::clone(&self.metrics),
                 clock: Arc::clone(&self.clock),
             });
-            let handle = PartitionHandle::open(self.storage.clone(), spec, observer)
-                .await
-                .map_err(|source| DataError::Partition { key, source })?;
+            let handle = match PartitionHandle::open(self.storage.clone(), spec, observer).await {
+                Ok(handle) => handle,
+                Err(source) => {
+                    log::error!(
+                        "partition {}/{}/{}: cannot be opened, so it is not served until a \
+                         retry succeeds: {}",
+                        key.stream_id,
+                        key.topic_id,
+                        key.partition_id,
+                        causes(&source)
+                    );
+                    unopened.get_or_insert(DataError::Partition { key, source });
+                    continue;
+                }
+            };
             let route = Route {
                 shard: self.place.index,
                 handle: handle.clone(),
@@ -619,7 +701,18 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         if self.place.is_leader() {
             self.reconcile_groups(metadata);
         }
-        Ok(())
+        let retry = unopened.is_some().then(|| {
+            let wait_us = match self.unopened_retry.get() {
+                Some(previous) => previous.wait_us.saturating_mul(2).min(REOPEN_WAIT_MAX_US),
+                None => REOPEN_WAIT_FIRST_US,
+            };
+            Retry {
+                at_us: now_us.saturating_add(wait_us),
+                wait_us,
+            }
+        });
+        self.unopened_retry.set(retry);
+        unopened.map_or(Ok(()), Err)
     }
 
     async fn delete_group_offsets(&self, key: GroupKey) -> Result<(), DataError> {

@@ -122,8 +122,16 @@ impl DataError {
     /// What a client should be told: the producer refusals of §5.5 as they are, a
     /// quarantined partition as unable to append, a stored record that fails its checksums
     /// as unreadable, too many offsets as a limit, everything else (I/O, a full disk) as
-    /// an internal error.
+    /// an internal error. The server's own failures (the last three) are logged too.
     pub fn refusal(&self) -> Refusal {
+        let refusal = self.refusal_of();
+        if matches!(refusal, Refusal::Internal | Refusal::Storage(_)) {
+            super::fault_log::log_fault(|| format!("data: {}", super::causes(self)));
+        }
+        refusal
+    }
+
+    fn refusal_of(&self) -> Refusal {
         match self {
             Self::Partition {
                 source: PartitionError::Producer(producer),

@@ -121,6 +121,71 @@ pub(crate) async fn send(plane: &DataPlane<MemoryStorage>, meta: &Metadata, coun
 }
 
 #[test]
+fn a_partition_that_cannot_be_opened_leaves_the_others_served_and_is_retried() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        // Start-up on a disk that refuses every change: the server still starts.
+        storage.fail_after(Some(0));
+        let plane = plane(&storage);
+        plane.open_all(&metadata(2, &[])).await.unwrap();
+        assert_eq!(plane.totals(None, None).partitions_count, 0);
+        storage.fail_after(None);
+        plane
+            .retry_unopened(u64::MAX, || metadata(2, &[]).into())
+            .await;
+        assert_eq!(plane.totals(None, None).partitions_count, 2);
+        // A new partition fails to open: the commit's error names it, the open ones stay.
+        storage.fail_after(Some(0));
+        let grown = metadata(3, &[]);
+        let op = MetadataOp::CreatePartitions {
+            stream_id: 0,
+            topic_id: 0,
+            count: 1,
+            created_at: 0,
+        };
+        let failed = plane.on_applied(&op, &grown).await;
+        assert!(
+            matches!(failed, Err(DataError::Partition { key, .. }) if key.partition_id == 2),
+            "{failed:?}"
+        );
+        assert_eq!(plane.totals(None, None).partitions_count, 2);
+        assert!(
+            plane
+                .partition(PartitionKey {
+                    stream_id: 0,
+                    topic_id: 0,
+                    partition_id: 0
+                })
+                .is_some()
+        );
+        // Not retried before its wait, which grows with each failed try.
+        let first = plane.unopened_retry.get().unwrap();
+        plane
+            .retry_unopened(first.at_us - 1, || grown.clone().into())
+            .await;
+        assert_eq!(plane.unopened_retry.get(), Some(first));
+        plane
+            .retry_unopened(first.at_us, || grown.clone().into())
+            .await;
+        let second = plane.unopened_retry.get().unwrap();
+        assert_eq!(second.wait_us, 2 * first.wait_us);
+        assert_eq!(plane.totals(None, None).partitions_count, 2);
+        // Opened at the next retry once the disk takes changes again.
+        storage.fail_after(None);
+        plane
+            .retry_unopened(second.at_us, || grown.clone().into())
+            .await;
+        assert_eq!(plane.totals(None, None).partitions_count, 3);
+        assert_eq!(plane.unopened_retry.get(), None);
+        // All open: a retry has nothing to do, whatever the metadata says.
+        plane
+            .retry_unopened(u64::MAX, || metadata(5, &[]).into())
+            .await;
+        assert_eq!(plane.totals(None, None).partitions_count, 3);
+    });
+}
+
+#[test]
 fn partitions_follow_metadata_ops() {
     let storage = MemoryStorage::new();
     runtime().block_on(async {
