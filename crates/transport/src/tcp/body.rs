@@ -161,8 +161,9 @@ async fn read_all(stream: &mut TcpStream, buffer: Buffer, length: usize) -> BufR
     BufResult(result, rest.into_inner())
 }
 
-/// Reads a frame header: waits for its first bytes until `idle_deadline` (none: forever),
-/// then for the rest within `frame_timeout`. Returns the header and when its first bytes came.
+/// Reads a frame header: waits for its first bytes as `login` says, then for the rest within
+/// `frame_timeout` (and, before login, the handshake grace). Returns the header and when its
+/// first bytes came.
 pub(super) async fn read_header(
     stream: &mut TcpStream,
     login: &LoginWatch<'_>,
@@ -182,8 +183,13 @@ pub(super) async fn read_header(
     if got == HEADER_SIZE {
         return Ok((header, started));
     }
+    let mut deadline = started + frame_timeout;
+    if !login.authenticated.get() {
+        // Before login the frame must also come within the handshake grace.
+        deadline = deadline.min(login.unauthenticated_since.get() + login.grace);
+    }
     let rest = stream.read_exact(header.slice(got..HEADER_SIZE));
-    let BufResult(result, header) = within(started + frame_timeout, "a frame header", rest).await?;
+    let BufResult(result, header) = within(deadline, "a frame header", rest).await?;
     finish(result).map(|()| (header.into_inner(), started))
 }
 

@@ -174,6 +174,28 @@ fn relogging_client(address: SocketAddr) {
     assert!(closed_within(&mut user, Duration::from_secs(3)));
 }
 
+fn half_framed_client(address: SocketAddr) {
+    // Half a header before login: closed at the grace, not the far longer frame timeout.
+    let mut half_header = TcpStream::connect(address).unwrap();
+    let header = RequestHeader::new(7, Operation::NonReplicated, 100);
+    half_header.write_all(&header.as_bytes()[..10]).unwrap();
+    assert!(closed_within(&mut half_header, Duration::from_secs(3)));
+    // A whole header and half its body: the same.
+    let mut half_body = TcpStream::connect(address).unwrap();
+    half_body.write_all(header.as_bytes()).unwrap();
+    half_body.write_all(&[b'1'; 10]).unwrap();
+    assert!(closed_within(&mut half_body, Duration::from_secs(3)));
+}
+
+#[test]
+fn a_frame_begun_before_login_ends_within_the_handshake_grace() {
+    let config = TcpConfig {
+        frame_read_timeout: Duration::from_secs(30),
+        ..short_timeouts()
+    };
+    serve_with(config, Gate, half_framed_client);
+}
+
 #[test]
 fn a_logout_restarts_the_handshake_grace() {
     serve_with(short_timeouts(), Gate, relogging_client);
