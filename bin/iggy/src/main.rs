@@ -164,6 +164,25 @@ fn start() -> Result<(), StartError> {
         "open-file limit: {}",
         files.map_or_else(|| "unlimited".into(), |n| n.to_string())
     );
+    let listeners = [
+        ("tcp", config.tcp_enabled, config.tcp_connections_max),
+        (
+            "websocket",
+            config.websocket.enabled,
+            config.websocket.connections_max,
+        ),
+        ("http", config.http.enabled, config.http.connections_max),
+    ];
+    if let Some(limit) = files
+        && let Some(connections) = process::connections_past_limit(limit, &listeners)
+    {
+        log::warn!(
+            "the listeners' max_connections add up to {connections}, which with the \
+             descriptors partitions need does not fit the open-file limit of {limit}: at that \
+             many connections, accepts and partition files fail until some close; raise the \
+             hard limit (LimitNOFILE=, ulimit -Hn) or lower max_connections"
+        );
+    }
     // Held until the process ends: no second server or rotation on this directory.
     let _lock = data_lock::acquire(&config.system_path)?;
     prepare_data_directory(&config, cli.fresh)?;

@@ -32,8 +32,43 @@ pub(crate) fn raise_open_file_limit() -> Option<u64> {
     getrlimit(Resource::Nofile).current
 }
 
+/// Descriptors kept for everything but connections: partitions' segment, index and offset
+/// files, the metadata journal, listeners, `io_uring` and logs.
+const DESCRIPTORS_FOR_FILES: u64 = 4096;
+
+/// The connections the enabled listeners may hold at once (QUIC's share one socket and are
+/// not counted), when they and [`DESCRIPTORS_FOR_FILES`] do not fit `limit`: at that many,
+/// accepts and partition files would fail for want of a descriptor.
+pub(crate) fn connections_past_limit(
+    limit: u64,
+    connections: &[(&str, bool, usize)],
+) -> Option<u64> {
+    let held: u64 = connections
+        .iter()
+        .filter(|(_, enabled, _)| *enabled)
+        .map(|(_, _, max)| u64::try_from(*max).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    (held.saturating_add(DESCRIPTORS_FOR_FILES) > limit).then_some(held)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn connection_limits_past_the_open_file_limit_are_found() {
+        let listeners = [
+            ("tcp", true, 10_000),
+            ("websocket", true, 10_000),
+            ("http", false, 10_000),
+        ];
+        assert_eq!(
+            super::connections_past_limit(20_000, &listeners),
+            Some(20_000)
+        );
+        assert_eq!(super::connections_past_limit(1 << 20, &listeners), None);
+        let tcp_only = [("tcp", true, 10_000)];
+        assert_eq!(super::connections_past_limit(20_000, &tcp_only), None);
+    }
+
     #[test]
     fn the_open_file_limit_is_raised_to_the_hard_one() {
         let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;

@@ -54,6 +54,8 @@ impl Config {
 
     /// Whether `broken` is the bug this replica runs with.
     #[inline]
+    // Without the planted bugs (`__broken`) the answer is always no, `self` unread.
+    #[cfg_attr(not(feature = "__broken"), allow(clippy::unused_self))]
     pub(crate) fn is_broken(&self, broken: Break) -> bool {
         #[cfg(feature = "__broken")]
         {
