@@ -164,25 +164,7 @@ fn start() -> Result<(), StartError> {
         "open-file limit: {}",
         files.map_or_else(|| "unlimited".into(), |n| n.to_string())
     );
-    let listeners = [
-        ("tcp", config.tcp_enabled, config.tcp_connections_max),
-        (
-            "websocket",
-            config.websocket.enabled,
-            config.websocket.connections_max,
-        ),
-        ("http", config.http.enabled, config.http.connections_max),
-    ];
-    if let Some(limit) = files
-        && let Some(connections) = process::connections_past_limit(limit, &listeners)
-    {
-        log::warn!(
-            "the listeners' max_connections add up to {connections}, which with the \
-             descriptors partitions need does not fit the open-file limit of {limit}: at that \
-             many connections, accepts and partition files fail until some close; raise the \
-             hard limit (LimitNOFILE=, ulimit -Hn) or lower max_connections"
-        );
-    }
+    warn_if_connections_past_files(&config, files);
     // Held until the process ends: no second server or rotation on this directory.
     let _lock = data_lock::acquire(&config.system_path)?;
     prepare_data_directory(&config, cli.fresh)?;
@@ -597,5 +579,29 @@ async fn shutdown_signal() {
             log::error!("cannot wait for {name}: {error}; stop the server with SIGKILL");
             std::future::pending::<()>().await;
         }
+    }
+}
+
+/// Warns when the listeners' connection limits and the files partitions need do not fit the
+/// open-file limit `files` (see `process::connections_past_limit`).
+fn warn_if_connections_past_files(config: &Config, files: Option<u64>) {
+    let listeners = [
+        ("tcp", config.tcp_enabled, config.tcp_connections_max),
+        (
+            "websocket",
+            config.websocket.enabled,
+            config.websocket.connections_max,
+        ),
+        ("http", config.http.enabled, config.http.connections_max),
+    ];
+    if let Some(limit) = files
+        && let Some(connections) = process::connections_past_limit(limit, &listeners)
+    {
+        log::warn!(
+            "the listeners' max_connections add up to {connections}, which with the \
+             descriptors partitions need does not fit the open-file limit of {limit}: at that \
+             many connections, accepts and partition files fail until some close; raise the \
+             hard limit (LimitNOFILE=, ulimit -Hn) or lower max_connections"
+        );
     }
 }

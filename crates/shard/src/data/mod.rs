@@ -240,6 +240,20 @@ struct Retry {
     wait_us: u64,
 }
 
+impl Retry {
+    /// The retry after a failed open at `now_us`, `previous` the one that failed (if any):
+    /// its wait doubled, up to the most.
+    fn after(previous: Option<Self>, now_us: u64) -> Self {
+        let wait_us = previous.map_or(REOPEN_WAIT_FIRST_US, |previous| {
+            previous.wait_us.saturating_mul(2).min(REOPEN_WAIT_MAX_US)
+        });
+        Self {
+            at_us: now_us.saturating_add(wait_us),
+            wait_us,
+        }
+    }
+}
+
 /// The wait before the first retry of a partition that could not be opened, and the most
 /// any wait grows to (µs): a disk that stays full costs a few log lines a minute.
 const REOPEN_WAIT_FIRST_US: u64 = 1_000_000;
@@ -701,16 +715,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         if self.place.is_leader() {
             self.reconcile_groups(metadata);
         }
-        let retry = unopened.is_some().then(|| {
-            let wait_us = match self.unopened_retry.get() {
-                Some(previous) => previous.wait_us.saturating_mul(2).min(REOPEN_WAIT_MAX_US),
-                None => REOPEN_WAIT_FIRST_US,
-            };
-            Retry {
-                at_us: now_us.saturating_add(wait_us),
-                wait_us,
-            }
-        });
+        let previous = self.unopened_retry.get();
+        let retry = unopened.is_some().then(|| Retry::after(previous, now_us));
         self.unopened_retry.set(retry);
         unopened.map_or(Ok(()), Err)
     }
