@@ -121,6 +121,10 @@ impl ConnectionHandler for ShardHandler {
             .map(|connection| RefCell::new(*connection))
     }
 
+    async fn replies_short(&self) {
+        self.server.replies_short().await;
+    }
+
     async fn metrics(&self) -> Option<String> {
         Some(self.server.scrape_metrics().await)
     }

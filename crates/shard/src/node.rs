@@ -58,6 +58,8 @@ pub struct Node {
     pub(crate) spans: std::sync::OnceLock<Arc<dyn SpanSink>>,
     /// The at-rest key every shard seals and opens records with, when encryption is on.
     pub(crate) record_key: std::sync::OnceLock<Arc<crate::at_rest::RecordKey>>,
+    /// Reply bytes of every connection's polls and fetches at once (`crate::reply_budget`).
+    pub(crate) replies: Arc<crate::reply_budget::ReplyBudget>,
 }
 
 /// The sending ends of one shard's lanes.
@@ -134,6 +136,9 @@ impl Node {
             metrics: Metrics::new(shard_count),
             spans: std::sync::OnceLock::new(),
             record_key: std::sync::OnceLock::new(),
+            replies: crate::reply_budget::ReplyBudget::new(
+                crate::reply_budget::NODE_REPLY_BUDGET_BYTES,
+            ),
         };
         (Arc::new(node), receivers)
     }

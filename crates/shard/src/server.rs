@@ -367,6 +367,13 @@ impl Server {
         Ok(())
     }
 
+    /// Completes while a poll or fetch of any connection waits for the server's reply
+    /// budget (`crate::reply_budget`): a transport then ends connections whose reply writes
+    /// stalled.
+    pub async fn replies_short(&self) {
+        self.node.replies.short().await;
+    }
+
     /// Registers a request about to wait (deferred poll, fetch) so a cancel can end it.
     pub fn park(&self, client_id: u128, request: u64) -> Parked<'_> {
         let cancel = Arc::new(Cancel::new());

@@ -38,6 +38,11 @@ use proto::header::{EvictionReason, HEADER_SIZE};
 
 pub use frame::Answer;
 
+/// How long a reply write may wait on its client before, while the server is short of
+/// reply memory ([`ConnectionHandler::replies_short`]), the connection is ended to free what
+/// its replies hold; when nobody waits for memory, the write timeout alone applies.
+pub(crate) const REPLY_STALL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The business side of a connection, implemented by the binary on top of the shard.
 ///
 /// One handler serves every connection of a shard; each connection keeps its own state in
@@ -103,6 +108,13 @@ pub trait ConnectionHandler {
     /// the HTTP listener's metrics endpoint; `None` when this handler has none to give.
     fn metrics(&self) -> impl Future<Output = Option<String>> {
         async { None }
+    }
+
+    /// Completes while requests wait for reply memory the server has run short of: a
+    /// connection whose reply write has made no progress for a while is then ended rather
+    /// than left to hold its replies until the write timeout. By default, never.
+    fn replies_short(&self) -> impl Future<Output = ()> {
+        std::future::pending()
     }
 
     /// Completes when the server ends the connection's session on its own (a stale client):

@@ -84,7 +84,7 @@ pub(crate) async fn handle(
                 context,
                 max_bytes: POLL_BYTES_DEFAULT,
             };
-            let _replies = connection.replies.acquire(request.max_bytes).await;
+            let _replies = reply_permits(server, connection, request.max_bytes).await;
             let affinity = &mut connection.affinity;
             poll(server, operation, commit, &request, None, number, affinity).await
         }
@@ -97,16 +97,27 @@ pub(crate) async fn handle(
                 max_bytes: u64::from(deferred.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX),
             };
             let wait = Some((deferred.min_count, deferred.wait_us));
-            let _replies = connection.replies.acquire(request.max_bytes).await;
+            let _replies = reply_permits(server, connection, request.max_bytes).await;
             let affinity = &mut connection.affinity;
             poll(server, operation, commit, &request, wait, number, affinity).await
         }
         Request::FetchMessages(fetch) => {
-            let _replies = connection.replies.acquire(u64::from(fetch.max_bytes)).await;
+            let _replies = reply_permits(server, connection, u64::from(fetch.max_bytes)).await;
             fetch_messages(server, operation, commit, &fetch, client_id, number).await
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
+}
+
+/// Room for a reply of up to `bytes` in the connection's budget, then in the server's:
+/// held until the reply is handed to the transport.
+async fn reply_permits(
+    server: &Server,
+    connection: &Connection,
+    bytes: u64,
+) -> [crate::reply_budget::ReplyPermit; 2] {
+    let own = connection.replies.acquire(bytes).await;
+    [own, server.node.replies.acquire(bytes).await]
 }
 
 /// The §7.5 check of a message command: send needs `can_send`, the polls `can_poll`.

@@ -18,8 +18,11 @@ use crate::{Answer, ConnectionHandler};
 
 /// A connection is authenticated once it sent a body `login`; every request is answered
 /// with a reply whose tail is as long as the request asks (its body parsed as a length).
+/// With `replies_short`, the server is always short of reply memory.
 #[derive(Default)]
-struct Gate;
+struct Gate {
+    replies_short: bool,
+}
 
 impl ConnectionHandler for Gate {
     type Connection = Cell<bool>;
@@ -51,6 +54,12 @@ impl ConnectionHandler for Gate {
 
     fn evicted(&self, _: &Cell<bool>) -> impl Future<Output = EvictionReason> {
         std::future::pending()
+    }
+
+    async fn replies_short(&self) {
+        if !self.replies_short {
+            std::future::pending::<()>().await;
+        }
     }
 
     fn dialect(&self, _: &Cell<bool>) -> Dialect {
@@ -193,20 +202,48 @@ fn a_frame_begun_before_login_ends_within_the_handshake_grace() {
         frame_read_timeout: Duration::from_secs(30),
         ..short_timeouts()
     };
-    serve_with(config, Gate, half_framed_client);
+    serve_with(config, Gate::default(), half_framed_client);
 }
 
 #[test]
 fn a_logout_restarts_the_handshake_grace() {
-    serve_with(short_timeouts(), Gate, relogging_client);
+    serve_with(short_timeouts(), Gate::default(), relogging_client);
 }
 
 #[test]
 fn frames_before_login_are_small_and_logins_must_come_in_time() {
-    serve_with(short_timeouts(), Gate, hostile_client);
+    serve_with(short_timeouts(), Gate::default(), hostile_client);
 }
 
 #[test]
 fn stalled_frames_and_clients_that_stop_reading_are_dropped() {
-    serve_with(short_timeouts(), Gate, stalling_client);
+    serve_with(short_timeouts(), Gate::default(), stalling_client);
+}
+
+/// Logs in, asks for 4 MiB replies and never reads.
+fn deaf_client(address: SocketAddr) {
+    let mut deaf = TcpStream::connect(address).unwrap();
+    login(&mut deaf);
+    for number in 2..10 {
+        if deaf.write_all(&request(number, b"4194304")).is_err() {
+            break;
+        }
+    }
+    // Past the stall the server allows while short of memory, far short of the write
+    // timeout: reading now finds what was sent before the close, then its end.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(closed_within(&mut deaf, Duration::from_secs(3)));
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_early_while_replies_wait_for_memory() {
+    // The write timeout alone would hold the replies for half a minute.
+    let config = TcpConfig {
+        write_timeout: Duration::from_secs(30),
+        ..short_timeouts()
+    };
+    let gate = Gate {
+        replies_short: true,
+    };
+    serve_with(config, gate, deaf_client);
 }
