@@ -51,6 +51,8 @@ pub(crate) struct PoolState {
     allocated_bytes: u64,
     free: Vec<Vec<AlignedBlock>>,
     counters: [BucketCounters; Bucket::COUNT],
+    /// Per class, whether a block was handed out since the last [`Pool::trim`].
+    taken_since_trim: [bool; Bucket::COUNT],
     /// Blocks coming back from other threads ([`crate::SendBuffer`]); its event is notified
     /// whenever any buffer comes back, so a reader waiting for memory wakes on it instead of
     /// polling.
@@ -70,6 +72,7 @@ impl Pool {
             allocated_bytes: 0,
             free: (0..Bucket::COUNT).map(|_| Vec::new()).collect(),
             counters: [BucketCounters::default(); Bucket::COUNT],
+            taken_since_trim: [true; Bucket::COUNT],
             homecoming: Arc::default(),
         };
         Self {
@@ -109,6 +112,15 @@ impl Pool {
     pub fn budget_bytes(&self) -> u64 {
         self.state.borrow().config.size_bytes
     }
+
+    /// Frees the free blocks of every class that handed out none since the previous trim,
+    /// so the memory a burst took goes back to the heap once the burst is over, while a
+    /// class in use keeps every block it may reuse (freeing part of a busy class showed as
+    /// allocations and page faults in the next seconds' requests). Call it every interval;
+    /// returns the bytes freed.
+    pub fn trim(&self) -> u64 {
+        self.state.borrow_mut().trim()
+    }
 }
 
 impl PoolState {
@@ -117,6 +129,7 @@ impl PoolState {
             self.give_back(home_bucket, block);
         }
         let index = bucket.index();
+        self.taken_since_trim[index] = true;
         if let Some(block) = self.free[index].pop() {
             let counters = &mut self.counters[index];
             counters.free -= 1;
@@ -154,6 +167,24 @@ impl PoolState {
             }
         }
         self.allocated_bytes + needed <= self.config.size_bytes
+    }
+
+    fn trim(&mut self) -> u64 {
+        for (home_bucket, block) in self.homecoming.take() {
+            self.give_back(home_bucket, block);
+        }
+        let mut freed = 0;
+        for index in 0..Bucket::COUNT {
+            if std::mem::take(&mut self.taken_since_trim[index]) {
+                continue;
+            }
+            for block in self.free[index].drain(..) {
+                freed += block.capacity() as u64;
+                self.counters[index].free -= 1;
+            }
+        }
+        self.allocated_bytes -= freed;
+        freed
     }
 
     /// Takes a block back from a dropped buffer.

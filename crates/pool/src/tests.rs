@@ -209,3 +209,30 @@ fn a_window_past_the_content_is_refused() {
     buffer.extend_from_slice(b"0123");
     let _sent = buffer.into_send(2..5);
 }
+
+#[test]
+fn a_trim_frees_the_classes_no_acquire_used_since_the_last_one() {
+    let pool = Pool::new_unchecked(PoolConfig::default());
+    let (large, small) = (BUCKETS[9], BUCKETS[0]);
+    let burst: Vec<Buffer> = (0..4).map(|_| pool.acquire(large).unwrap()).collect();
+    drop(burst);
+    drop(pool.acquire(small).unwrap());
+    let cached = 4 * large as u64 + small as u64;
+    assert_eq!(pool.allocated_bytes(), cached);
+    // The first trim only marks: the blocks were just used.
+    assert_eq!(pool.trim(), 0);
+    // The small class is used again meanwhile and keeps its block; the idle one goes.
+    drop(pool.acquire(small).unwrap());
+    assert_eq!(pool.trim(), 4 * large as u64);
+    assert_eq!(pool.allocated_bytes(), small as u64);
+    assert_eq!(pool.counters(bucket_for(large).unwrap()).free, 0);
+    assert_eq!(pool.counters(bucket_for(small).unwrap()).free, 1);
+    // A buffer out across trims is not touched, and returns to its class.
+    let held = pool.acquire(large).unwrap();
+    assert_eq!(pool.trim(), small as u64);
+    assert_eq!(pool.trim(), 0);
+    drop(held);
+    assert_eq!(pool.allocated_bytes(), large as u64);
+    assert_eq!(pool.trim(), large as u64);
+    assert_eq!(pool.allocated_bytes(), 0);
+}
