@@ -21,6 +21,8 @@ pub(crate) struct Scripted {
     second_seen: Cell<bool>,
     /// Unauthenticated until a `login` body was answered (else always authenticated).
     pub(crate) login_needed: bool,
+    /// The server is short of reply memory the whole time.
+    replies_short: bool,
     logged_in: Cell<bool>,
     /// Connections opened and closed: equal once the server has stopped, else a connection
     /// task ended without closing its state (a panic in it, for one).
@@ -32,6 +34,14 @@ impl Scripted {
     pub(crate) fn logging_in() -> Self {
         Self {
             login_needed: true,
+            ..Self::default()
+        }
+    }
+
+    /// A handler of a server short of reply memory the whole time.
+    pub(crate) fn short_of_reply_memory() -> Self {
+        Self {
+            replies_short: true,
             ..Self::default()
         }
     }
@@ -100,6 +110,12 @@ impl ConnectionHandler for Scripted {
 
     fn evicted(&self, (): &()) -> impl Future<Output = EvictionReason> {
         std::future::pending()
+    }
+
+    async fn replies_short(&self) {
+        if !self.replies_short {
+            std::future::pending::<()>().await;
+        }
     }
 
     fn authenticated(&self, (): &()) -> bool {

@@ -324,6 +324,37 @@ fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
 }
 
 #[test]
+fn a_client_that_stops_reading_is_dropped_early_while_replies_wait_for_memory() {
+    // The write timeout alone would hold the replies for half a minute.
+    let config = WsConfig {
+        write_timeout: Duration::from_secs(30),
+        ..config()
+    };
+    serve_with(config, Scripted::short_of_reply_memory(), |address| {
+        let mut deaf = connect(address);
+        for number in 3..12 {
+            deaf.send(Message::binary(request(number, b"reply:4194304")))
+                .unwrap();
+        }
+        // Past the stall allowed while memory is short: what was sent, then the end.
+        std::thread::sleep(Duration::from_secs(5));
+        let stream = deaf.get_mut();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let mut sink = vec![0; 1 << 16];
+        let ended = loop {
+            match std::io::Read::read(stream, &mut sink) {
+                Ok(0) => break true,
+                Ok(_) => {}
+                Err(error) => break error.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        };
+        assert!(ended, "the server closed the connection");
+    });
+}
+
+#[test]
 fn a_client_that_vanishes_mid_answer_ends_its_connection_only() {
     serve_until_done(Scripted::default(), |address| {
         for _ in 0..3 {
