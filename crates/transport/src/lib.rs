@@ -41,6 +41,7 @@ pub use frame::Answer;
 /// How long a reply write may wait on its client before, while the server is short of
 /// reply memory ([`ConnectionHandler::replies_short`]), the connection is ended to free what
 /// its replies hold; when nobody waits for memory, the write timeout alone applies.
+#[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
 pub(crate) const REPLY_STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The business side of a connection, implemented by the binary on top of the shard.
