@@ -827,25 +827,7 @@ fn rename_key(error: ConfigError, key: &str) -> ConfigError {
 
 /// Parses "64 MiB", "4 GB", "512 B" or a bare byte count.
 pub(crate) fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "kib" => 1 << 10,
-        "mb" => 1000 * 1000,
-        "mib" => 1 << 20,
-        "gb" => 1000 * 1000 * 1000,
-        "gib" => 1 << 30,
-        "tb" => 1000 * 1000 * 1000 * 1000,
-        "tib" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
+    proto::units::parse_byte_size(text)
 }
 
 #[cfg(test)]

@@ -333,23 +333,7 @@ impl Raw {
 
 /// `1GiB`, `512MB`, `100KB`, `4096`.
 pub fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
+    proto::units::parse_byte_size(text)
 }
 
 fn scenario_names() -> String {

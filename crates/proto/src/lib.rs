@@ -44,6 +44,7 @@ pub mod header;
 pub mod primitives;
 pub mod result;
 pub mod status;
+pub mod units;
 
 #[cfg(any(test, fuzzing, feature = "fuzz-replay"))]
 pub mod fuzzing;

@@ -10,6 +10,7 @@
 use core::time::Duration;
 
 use proto::primitives::{OptionsBlock, TlvEntry};
+use proto::units::parse_byte_size as byte_size;
 
 use crate::refusal::{Refusal, TopicOption};
 
@@ -72,29 +73,6 @@ fn topic_size(text: &str) -> Option<u64> {
         "unlimited" | "none" => Some(u64::MAX),
         _ => byte_size(text),
     }
-}
-
-/// `1048576`, `100B`, `512 KB`, `128MiB`, `1 GiB`: a whole number and an optional decimal
-/// or binary unit.
-fn byte_size(text: &str) -> Option<u64> {
-    let digits = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits);
-    let number: u64 = number.parse().ok()?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
 }
 
 #[cfg(test)]
