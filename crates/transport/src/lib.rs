@@ -42,7 +42,30 @@ pub use frame::Answer;
 /// reply memory ([`ConnectionHandler::replies_short`]), the connection is ended to free what
 /// its replies hold; when nobody waits for memory, the write timeout alone applies.
 #[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
-pub(crate) const REPLY_STALL: std::time::Duration = std::time::Duration::from_secs(2);
+const REPLY_STALL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Why a connection ended when [`unless_stalled_while_short`] gave up its write.
+#[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
+pub(crate) const STALLED_WHILE_SHORT: &str =
+    "a reply write the client did not take while replies wait for memory";
+
+/// `write`'s output, or `None` once it has waited on its client for [`REPLY_STALL`] while
+/// `handler`'s server is short of reply memory (the write is dropped with the connection).
+#[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
+pub(crate) async fn unless_stalled_while_short<H: ConnectionHandler, F: Future>(
+    handler: &H,
+    write: F,
+) -> Option<F::Output> {
+    use futures_util::future::{Either, select};
+    let shed = async {
+        compio::time::sleep(REPLY_STALL).await;
+        handler.replies_short().await;
+    };
+    match select(std::pin::pin!(write), std::pin::pin!(shed)).await {
+        Either::Left((output, _)) => Some(output),
+        Either::Right(((), _)) => None,
+    }
+}
 
 /// The business side of a connection, implemented by the binary on top of the shard.
 ///

@@ -338,18 +338,10 @@ impl<H: ConnectionHandler> Link<'_, H> {
         let evicts = matches!(answer, Answer::Evict(_));
         let dialect = self.handler.dialect(self.connection);
         if let Some(frame) = frame::encode(header, answer, dialect) {
-            let sent = pin!(send(sink, frame.into_bytes(), self.config.write_timeout));
-            let shed = pin!(async {
-                compio::time::sleep(crate::REPLY_STALL).await;
-                self.handler.replies_short().await;
-            });
-            match select(sent, shed).await {
-                Either::Left((result, _)) => result?,
-                Either::Right(((), _)) => {
-                    return Err(Ended::TimedOut(
-                        "a reply write the client did not take while replies wait for memory",
-                    ));
-                }
+            let sent = send(sink, frame.into_bytes(), self.config.write_timeout);
+            match crate::unless_stalled_while_short(self.handler, sent).await {
+                Some(result) => result?,
+                None => return Err(Ended::TimedOut(crate::STALLED_WHILE_SHORT)),
             }
         }
         let authenticated = self.handler.authenticated(self.connection);

@@ -773,18 +773,10 @@ async fn write_answer<H: ConnectionHandler>(
     let evicted = matches!(answer, Answer::Evict(_));
     let dialect = link.handler.dialect(link.connection);
     if let Some(frame) = frame::encode(header, answer, dialect) {
-        let written = pin!(write_frame(writer, frame, link.config.write_timeout));
-        let shed = pin!(async {
-            compio::time::sleep(crate::REPLY_STALL).await;
-            link.handler.replies_short().await;
-        });
-        match select(written, shed).await {
-            Either::Left((result, _)) => result?,
-            Either::Right(((), _)) => {
-                return Err(Ended::TimedOut(
-                    "a reply write the client did not take while replies wait for memory",
-                ));
-            }
+        let written = write_frame(writer, frame, link.config.write_timeout);
+        match crate::unless_stalled_while_short(link.handler, written).await {
+            Some(result) => result?,
+            None => return Err(Ended::TimedOut(crate::STALLED_WHILE_SHORT)),
         }
     }
     if evicted { Err(Ended::Evicted) } else { Ok(()) }
