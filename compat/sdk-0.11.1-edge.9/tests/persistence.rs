@@ -132,8 +132,22 @@ fn everything_survives_a_sigterm_restart() {
 
 #[test]
 fn sigkill_during_produce_loses_no_acknowledged_message() {
+    sigkill_during_produce(10, 200, Durability::Persisted);
+}
+
+/// Batches of 2,500 messages (about 330 kB), under `replicated`: each a write of its own
+/// large enough to go through the kernel's worker threads, so a kill lands inside writes of
+/// every size. An unacknowledged batch may be cut or kept; none before it may be lost.
+#[test]
+fn sigkill_during_large_sends_loses_no_acknowledged_message() {
+    sigkill_during_produce(2_500, 25_000, Durability::Replicated);
+}
+
+/// Three cycles of: a producer sending batches of `batch` messages, killed (SIGKILL) once
+/// `before_kill` more were acknowledged; after each restart every acknowledged message is
+/// there, in order.
+fn sigkill_during_produce(batch: u64, before_kill: u64, durability: Durability) {
     const CYCLES: u64 = 3;
-    const BATCH: u64 = 10;
     let mut server = Server::start();
     let mut expected_at_least = 0;
     for cycle in 0..CYCLES {
@@ -146,7 +160,7 @@ fn sigkill_during_produce_loses_no_acknowledged_message() {
                     .unwrap();
                 let options = TopicCreateOptions {
                     partitions_count: Some(1),
-                    durability: Durability::Persisted,
+                    durability,
                     ..TopicCreateOptions::default()
                 };
                 root.create_topic(&id(STREAM), TOPIC, &options)
@@ -175,24 +189,25 @@ fn sigkill_during_produce_loses_no_acknowledged_message() {
             let producer = tokio::spawn(async move {
                 let mut next = start;
                 loop {
-                    let mut batch: Vec<IggyMessage> = (next..next + BATCH).map(message).collect();
+                    let mut messages: Vec<IggyMessage> =
+                        (next..next + batch).map(message).collect();
                     let sent = producer_client
                         .send_messages(
                             &id(STREAM),
                             &id(TOPIC),
                             &Partitioning::partition_id(0),
-                            &mut batch,
+                            &mut messages,
                         )
                         .await;
                     if sent.is_err() {
                         return;
                     }
-                    next += BATCH;
+                    next += batch;
                     counter.store(next, Ordering::SeqCst);
                 }
             });
-            // Kill once this cycle's producer had 200 messages acknowledged, mid-stream.
-            while acknowledged.load(Ordering::SeqCst) < start + 200 {
+            // Kill once this cycle's producer had some acknowledged, mid-stream.
+            while acknowledged.load(Ordering::SeqCst) < start + before_kill {
                 assert!(
                     !producer.is_finished(),
                     "the producer stopped before the kill"
