@@ -38,9 +38,12 @@ use proto::header::{EvictionReason, HEADER_SIZE};
 
 pub use frame::Answer;
 
-/// How long a reply write may wait on its client before, while the server is short of
-/// reply memory ([`ConnectionHandler::replies_short`]), the connection is ended to free what
-/// its replies hold; when nobody waits for memory, the write timeout alone applies.
+/// How long a reply write may take before, while the server is short of reply memory
+/// ([`ConnectionHandler::replies_short`]), the connection is ended to free what its replies
+/// hold; when nobody waits for memory, the write timeout alone applies. It counts from the
+/// write's start, not from its last progress: under memory pressure a client that reads a
+/// large reply slowly is shed too (it reconnects and polls again), which is the price of
+/// not tracking progress inside one vectored write.
 #[cfg(any(feature = "tcp", feature = "ws", feature = "tls"))]
 const REPLY_STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -135,8 +138,9 @@ pub trait ConnectionHandler {
     }
 
     /// Completes while requests wait for reply memory the server has run short of: a
-    /// connection whose reply write has made no progress for a while is then ended rather
-    /// than left to hold its replies until the write timeout. By default, never.
+    /// connection whose reply write has not finished within a short stall (2 s, a client
+    /// that reads slowly as well as one that stopped) is then ended rather than left to hold
+    /// its replies until the write timeout. By default, never.
     fn replies_short(&self) -> impl Future<Output = ()> {
         std::future::pending()
     }

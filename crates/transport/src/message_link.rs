@@ -267,7 +267,10 @@ impl<H: ConnectionHandler> Link<'_, H> {
                 Event::LoginTimedOut => Err(Ended::TimedOut("the login")),
             };
             if let Err(ended) = result {
-                let _ = compio::time::timeout(timeout, sink.close()).await;
+                // What the requests still in flight hold (reply memory among it) goes now,
+                // not after the close.
+                drop(pending);
+                close(&mut sink, &ended, timeout).await;
                 return ended;
             }
         }
@@ -286,7 +289,14 @@ impl<H: ConnectionHandler> Link<'_, H> {
         S::Error: std::fmt::Display,
     {
         let timeout = self.config.write_timeout;
-        if let (Some(meter), Some(_)) = (self.read_meter, &message) {
+        // Only a whole data message ends what the meter counts: tungstenite hands over a Ping
+        // or Pong between the fragments of a message it is still assembling, so a reset on
+        // those would let a message grow past the bound one fragment at a time.
+        let whole = matches!(
+            message,
+            Some(Piece::Frame(_) | Piece::Refused(_) | Piece::NotAFrame(_))
+        );
+        if let (Some(meter), true) = (self.read_meter, whole) {
             meter.message_read();
         }
         let refused = match message {
@@ -447,13 +457,95 @@ where
 {
     match compio::time::timeout(timeout, sink.send(bytes)).await {
         Ok(result) => result.map_err(|error| Ended::Io(error.to_string())),
-        Err(_elapsed) => Err(Ended::TimedOut("a reply write")),
+        Err(_elapsed) => Err(Ended::TimedOut(REPLY_WRITE)),
     }
 }
 
+/// Closes the sink of a link that ended with `ended`, unless its client took no reply: it
+/// would not take the close's flush either, and waiting for it would hold the link a whole
+/// write timeout more.
+async fn close<S>(sink: &mut S, ended: &Ended, timeout: Duration)
+where
+    S: Sink<Vec<u8>> + Unpin,
+{
+    if !matches!(
+        ended,
+        Ended::TimedOut(REPLY_WRITE | crate::STALLED_WHILE_SHORT)
+    ) {
+        let _ = compio::time::timeout(timeout, sink.close()).await;
+    }
+}
+
+/// What timed out when a reply's write did.
+const REPLY_WRITE: &str = "a reply write";
+
 #[cfg(test)]
 mod tests {
-    use super::ReadMeter;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::{Duration, Instant};
+
+    use bytes::Bytes;
+    use futures_util::{Sink, StreamExt, stream};
+
+    use super::{Ended, Link, LinkConfig, Piece, ReadMeter, Shared};
+    use crate::test_handler::{Scripted, request};
+
+    /// A peer that takes nothing: every write and the close wait for ever.
+    struct Deaf;
+
+    impl Sink<Vec<u8>> for Deaf {
+        type Error = String;
+
+        fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), String>> {
+            Poll::Pending
+        }
+
+        fn start_send(self: Pin<&mut Self>, _: Vec<u8>) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), String>> {
+            Poll::Pending
+        }
+
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), String>> {
+            Poll::Pending
+        }
+    }
+
+    #[test]
+    fn a_reply_stalled_while_memory_is_short_ends_the_link_without_a_closing_flush() {
+        let runtime = compio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let handler = Scripted::short_of_reply_memory();
+            let shared = Shared::default();
+            let link = Link {
+                handler: &handler,
+                connection: &(),
+                config: LinkConfig {
+                    frame_size_max: 1 << 20,
+                    unauthenticated_frame_size_max: 1 << 16,
+                    in_flight_max: 4,
+                    handshake_grace: Duration::from_mins(1),
+                    // Far past the test's bound: only the shed may end the link in time.
+                    write_timeout: Duration::from_mins(1),
+                },
+                shared: &shared,
+                read_meter: None,
+            };
+            let frame = Piece::Frame(Bytes::from(request(3, b"hello")));
+            let pieces = stream::iter([frame]).chain(stream::pending());
+            let started = Instant::now();
+            let ended = link.serve(pieces, Deaf, started).await;
+            assert!(matches!(ended, Ended::TimedOut(crate::STALLED_WHILE_SHORT)));
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the link waited {:?} to close on a peer that reads nothing",
+                started.elapsed()
+            );
+        });
+    }
 
     #[test]
     fn the_read_meter_bounds_each_unauthenticated_message_and_nothing_after_login() {

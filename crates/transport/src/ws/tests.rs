@@ -191,6 +191,16 @@ fn an_unauthenticated_frame_over_its_limit_is_refused() {
 /// Sends `message` as a Binary message in fragments of 4 KiB, its last one final only when
 /// `finish`; false once the server has closed the connection under the client.
 fn send_in_fragments(socket: &mut WebSocket<TcpStream>, message: &[u8], finish: bool) -> bool {
+    send_fragments(socket, message, finish, false)
+}
+
+/// As [`send_in_fragments`], with a Ping after every fragment when `pings`.
+fn send_fragments(
+    socket: &mut WebSocket<TcpStream>,
+    message: &[u8],
+    finish: bool,
+    pings: bool,
+) -> bool {
     use tungstenite::protocol::frame::Frame;
     use tungstenite::protocol::frame::coding::{Data, OpCode};
     let fragments: Vec<&[u8]> = message.chunks(4096).collect();
@@ -205,6 +215,9 @@ fn send_in_fragments(socket: &mut WebSocket<TcpStream>, message: &[u8], finish: 
         if socket.send(Message::Frame(frame)).is_err() {
             return false;
         }
+        if pings && socket.send(Message::Ping(Vec::new().into())).is_err() {
+            return false;
+        }
     }
     true
 }
@@ -214,7 +227,8 @@ fn send_in_fragments(socket: &mut WebSocket<TcpStream>, message: &[u8], finish: 
 fn closes(socket: &mut WebSocket<TcpStream>) -> bool {
     loop {
         match socket.read() {
-            Ok(Message::Close(_)) => {}
+            // The answers to the client's Pings, and the server's Close.
+            Ok(Message::Close(_) | Message::Pong(_)) => {}
             Ok(other) => panic!("unexpected {other:?}"),
             Err(tungstenite::Error::Io(error))
                 if matches!(
@@ -243,6 +257,10 @@ fn an_unauthenticated_fragmented_message_is_cut_off_at_its_bound() {
         // 4 KiB + 64 KiB may be read toward it; 1 MiB never completes a message.
         let _ = send_in_fragments(&mut hostile, &vec![0; 1 << 20], false);
         assert!(closes(&mut hostile), "the server waited for the rest");
+        // A Ping between the fragments does not end what the bound counts.
+        let mut pinging = connect(address);
+        let _ = send_fragments(&mut pinging, &vec![0; 1 << 20], false, true);
+        assert!(closes(&mut pinging), "Pings reset the bound");
         // Logged in, a request of that size in the same fragments is served.
         let mut client = connect(address);
         client.send(Message::binary(request(2, b"login"))).unwrap();
