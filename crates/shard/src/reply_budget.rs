@@ -114,6 +114,42 @@ impl ReplyBudget {
     }
 }
 
+/// Room a read that may wait (a deferred poll, a fetch) takes from its budgets (the
+/// connection's, then the server's) only while it reads and answers: before it waits for
+/// messages it drops what it read and the room with it, so clients parked on quiet
+/// partitions hold none of a budget others need, their own connection's included.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyRoom {
+    budgets: Vec<Arc<ReplyBudget>>,
+    bytes: u64,
+}
+
+/// The permits of a [`ReplyRoom`], returned on drop (held for that alone).
+#[derive(Debug, Default)]
+pub struct ReplyPermits(#[allow(dead_code)] Vec<ReplyPermit>);
+
+impl ReplyRoom {
+    /// `bytes` of each of `budgets`, taken in that order (always the same order, so two
+    /// rooms never wait for each other's budgets).
+    pub fn new(budgets: Vec<Arc<ReplyBudget>>, bytes: u64) -> Self {
+        Self { budgets, bytes }
+    }
+
+    /// Room without a budget (a caller that holds its permits already).
+    pub fn unbounded() -> Self {
+        Self::default()
+    }
+
+    /// Waits for the room and takes it.
+    pub async fn take(&self) -> ReplyPermits {
+        let mut permits = Vec::with_capacity(self.budgets.len());
+        for budget in &self.budgets {
+            permits.push(budget.acquire(self.bytes).await);
+        }
+        ReplyPermits(permits)
+    }
+}
+
 impl Drop for ReplyPermit {
     fn drop(&mut self) {
         let before = self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);

@@ -19,6 +19,7 @@ use super::signal::{Cancel, Waiting, race};
 use super::{DataError, DataPlane, GroupKey, PartitionKey};
 use crate::metadata::Metadata;
 use crate::refusal::{Missing, Refusal, Unavailable};
+use crate::reply_budget::{ReplyPermits, ReplyRoom};
 
 /// One section of a fetch reply, owning its records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,8 +143,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// Runs a fetch: parks until `min_count` messages over all sections are there, the wait
-    /// passes or `cancel` fires; then auto-commits and answers.
-    pub async fn fetch(&self, plan: &FetchPlan, cancel: &Cancel) -> Result<Fetched, DataError> {
+    /// passes or `cancel` fires; then auto-commits and answers, with the permits for `room`
+    /// that the answer holds until it is handed on (taken for each read, given back while it
+    /// waits).
+    pub async fn fetch(
+        &self,
+        plan: &FetchPlan,
+        cancel: &Cancel,
+        room: &ReplyRoom,
+    ) -> Result<(Fetched, ReplyPermits), DataError> {
         let deadline = self.clock.now_us().saturating_add(plan.wait_us);
         loop {
             let mut waits: Vec<Waiting<'_>> = plan
@@ -152,6 +160,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .filter_map(|target| target.plan.as_ref().ok())
                 .map(|plan| -> Waiting<'_> { Box::pin(plan.handle.appended()) })
                 .collect();
+            let permit = room.take().await;
             let mut fetched = match read_sections(self, plan).await {
                 Ok(fetched) => fetched,
                 Err(error) => {
@@ -163,8 +172,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             if enough || self.clock.now_us() >= deadline || cancel.is_cancelled() {
                 self.end_group_polls(plan, Some(&mut fetched));
                 commit(plan, &fetched).await?;
-                return Ok(fetched);
+                return Ok((fetched, permit));
             }
+            // Nothing held while waiting: what was read is read again after the wait.
+            drop((fetched, permit));
             waits.push(self.clock.sleep_until(deadline));
             waits.push(Box::pin(cancel.cancelled()));
             race(waits).await;

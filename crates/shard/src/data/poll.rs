@@ -14,6 +14,8 @@ use segment::storage::Storage;
 
 use std::sync::Arc;
 
+use crate::reply_budget::{ReplyPermits, ReplyRoom};
+
 use super::leases::Lease;
 use super::resolve::{offset_owner, resolve_group, resolve_topic};
 use super::signal::{Cancel, race};
@@ -305,24 +307,29 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// Runs a deferred poll (106): parks until `min_count` messages are there, `wait_us`
-    /// passes or `cancel` fires, then answers with what there is.
+    /// passes or `cancel` fires, then answers with what there is, and with the permits for
+    /// `room` that the answer holds until it is handed on (taken for each read, given back
+    /// while it waits).
     pub async fn poll_deferred(
         &self,
         plan: &PollPlan,
-        min_count: u32,
-        wait_us: u64,
+        (min_count, wait_us): (u32, u64),
         cancel: &Cancel,
-    ) -> Result<Polled, DataError> {
+        room: &ReplyRoom,
+    ) -> Result<(Polled, ReplyPermits), DataError> {
         let deadline = self.clock.now_us().saturating_add(wait_us);
         loop {
             let appended = plan.handle.appended();
+            let permit = room.take().await;
             let records = self.read(plan, plan.count, plan.max_bytes).await?;
             let now = self.clock.now_us();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
             if full || now >= deadline || cancel.is_cancelled() {
                 self.serve_group_poll(plan, records.last_offset)?;
-                return finish(plan, records).await;
+                return finish(plan, records).await.map(|polled| (polled, permit));
             }
+            // Nothing held while waiting: what was read is read again after the wait.
+            drop((records, permit));
             race(vec![
                 Box::pin(appended),
                 self.clock.sleep_until(deadline),

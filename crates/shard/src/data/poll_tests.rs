@@ -11,6 +11,7 @@ use segment::storage::memory::MemoryStorage;
 use super::*;
 use crate::data::tests::{metadata, plane, poll_selector, request, runtime, send};
 use crate::refusal::{Missing, Refusal};
+use crate::reply_budget::ReplyRoom;
 
 #[test]
 fn deferred_poll_wakes_on_append_times_out_and_cancels() {
@@ -24,8 +25,9 @@ fn deferred_poll_wakes_on_append_times_out_and_cancels() {
 
         let started = Instant::now();
         let cancel = Cancel::new();
-        let timed_out = plane
-            .poll_deferred(&plan, 1, 50_000, &cancel)
+        let unbounded = ReplyRoom::unbounded();
+        let (timed_out, _) = plane
+            .poll_deferred(&plan, (1, 50_000), &cancel, &unbounded)
             .await
             .unwrap();
         assert_eq!(timed_out.records.messages_count, 0);
@@ -39,8 +41,8 @@ fn deferred_poll_wakes_on_append_times_out_and_cancels() {
             })
         };
         let started = Instant::now();
-        let woken = plane
-            .poll_deferred(&plan, 2, 5_000_000, &cancel)
+        let (woken, _) = plane
+            .poll_deferred(&plan, (2, 5_000_000), &cancel, &unbounded)
             .await
             .unwrap();
         assert_eq!(woken.records.messages_count, 2);
@@ -50,11 +52,47 @@ fn deferred_poll_wakes_on_append_times_out_and_cancels() {
         let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
         assert_eq!(plan.start, ReadStart::Offset(2));
         cancel.cancel();
-        let cancelled = plane
-            .poll_deferred(&plan, 1, 5_000_000, &cancel)
+        let (cancelled, _) = plane
+            .poll_deferred(&plan, (1, 5_000_000), &cancel, &unbounded)
             .await
             .unwrap();
         assert_eq!(cancelled.records.messages_count, 0);
+    });
+}
+
+/// A deferred poll waiting for messages holds none of the server's reply budget, so clients
+/// parked on quiet partitions cannot starve others' polls; it takes its room again to read
+/// and keeps it until its answer is handed on.
+#[test]
+fn a_waiting_deferred_poll_holds_no_reply_room() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = Rc::new(plane(&storage));
+        let meta = Rc::new(metadata(1, &[]));
+        plane.open_all(&meta).await.unwrap();
+        let budget = crate::reply_budget::ReplyBudget::new(1 << 20);
+        let selector = poll_selector(ConsumerKind::Consumer, Some(0), 10);
+        let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
+        let waiter = {
+            let room = ReplyRoom::new(vec![budget.clone()], 1 << 20);
+            let plane = Rc::clone(&plane);
+            compio::runtime::spawn(async move {
+                let deferred = (1, 5_000_000);
+                let cancel = Cancel::new();
+                let polled = plane.poll_deferred(&plan, deferred, &cancel, &room);
+                polled.await.unwrap()
+            })
+        };
+        compio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(budget.used(), 0, "a parked poll holds no room");
+        // Another poll takes the whole budget at once.
+        drop(budget.acquire(1 << 20).await);
+        send(&plane, &meta, 1).await;
+        let (polled, permits) = waiter.await.unwrap();
+        assert_eq!(polled.records.messages_count, 1);
+        assert_eq!(budget.used(), 1 << 20, "the answer holds its room");
+        drop(permits);
+        assert_eq!(budget.used(), 0);
     });
 }
 
@@ -91,7 +129,10 @@ fn fetch_reads_sections_within_the_totals() {
             targets: vec![target(0, 1), target(1, 0), target(7, 0)],
         };
         let plan = plane.plan_fetch(&meta, &request, 1).unwrap();
-        let fetched = plane.fetch(&plan, &Cancel::new()).await.unwrap();
+        let (fetched, _) = plane
+            .fetch(&plan, &Cancel::new(), &ReplyRoom::unbounded())
+            .await
+            .unwrap();
         let counts: Vec<u32> = fetched
             .sections
             .iter()

@@ -6,6 +6,7 @@
 //! number), so a `CANCEL_DEFERRED_REQUEST` (108) ends them early.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use proto::commands::Request;
 use proto::commands::messages::SendMessages;
@@ -20,10 +21,27 @@ use crate::metadata::User;
 use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
+use crate::reply_budget::{ReplyPermits, ReplyRoom};
 use crate::server::Server;
 
 /// Budget of a `POLL_MESSAGES` (100) reply, which carries none of its own.
 const POLL_BYTES_DEFAULT: u64 = crate::data::REPLY_RECORD_BYTES_MAX;
+
+/// The most record bytes one poll of an HTTP connection reads: its reply becomes JSON with
+/// every payload in base64 and every header spelled out, up to about four times as large
+/// (1-byte messages: 65 bytes each as records, about 240 as JSON), and is built whole
+/// before it is written.
+const HTTP_POLL_BYTES_MAX: u64 = 4 << 20;
+
+/// The most record bytes a poll of `connection` may read, at most `asked`.
+fn poll_bytes(connection: &Connection, asked: u64) -> u64 {
+    let most = if connection.transport == crate::connection::TransportKind::Http {
+        HTTP_POLL_BYTES_MAX
+    } else {
+        crate::data::REPLY_RECORD_BYTES_MAX
+    };
+    asked.min(most)
+}
 
 /// `41 Unauthorized` unless the connection's user may do `allowed` on the named topic
 /// (PROTOCOL.md §7.5); an unknown stream or topic passes, so the plan refuses it with its
@@ -82,7 +100,7 @@ pub(crate) async fn handle(
                 client_id,
                 dialect,
                 context,
-                max_bytes: POLL_BYTES_DEFAULT,
+                max_bytes: poll_bytes(connection, POLL_BYTES_DEFAULT),
             };
             let _replies = reply_permits(server, connection, request.max_bytes).await;
             let affinity = &mut connection.affinity;
@@ -94,16 +112,19 @@ pub(crate) async fn handle(
                 client_id,
                 dialect,
                 context,
-                max_bytes: u64::from(deferred.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX),
+                max_bytes: poll_bytes(connection, u64::from(deferred.max_bytes)),
             };
-            let wait = Some((deferred.min_count, deferred.wait_us));
-            let _replies = reply_permits(server, connection, request.max_bytes).await;
+            // Reply room is taken only while the poll reads and answers, not while it waits
+            // for messages (`ReplyRoom`).
+            let room = reply_room(server, connection, request.max_bytes);
+            let wait = Some((deferred.min_count, deferred.wait_us, &room));
             let affinity = &mut connection.affinity;
             poll(server, operation, commit, &request, wait, number, affinity).await
         }
         Request::FetchMessages(fetch) => {
-            let _replies = reply_permits(server, connection, u64::from(fetch.max_bytes)).await;
-            fetch_messages(server, operation, commit, &fetch, client_id, number).await
+            let room = reply_room(server, connection, u64::from(fetch.max_bytes));
+            let request = (&fetch, client_id, number);
+            fetch_messages(server, operation, commit, request, &room).await
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
@@ -118,6 +139,16 @@ async fn reply_permits(
 ) -> [crate::reply_budget::ReplyPermit; 2] {
     let own = connection.replies.acquire(bytes).await;
     [own, server.node.replies.acquire(bytes).await]
+}
+
+/// Room for a reply of up to `bytes` in the connection's budget and the server's, for a
+/// read that may wait.
+fn reply_room(server: &Server, connection: &Connection, bytes: u64) -> ReplyRoom {
+    let budgets = vec![
+        Arc::clone(&connection.replies),
+        Arc::clone(&server.node.replies),
+    ];
+    ReplyRoom::new(budgets, bytes)
 }
 
 /// The §7.5 check of a message command: send needs `can_send`, the polls `can_poll`.
@@ -198,9 +229,8 @@ async fn fetch_messages(
     server: &Server,
     operation: Operation,
     commit: u64,
-    fetch: &proto::commands::messages::FetchMessages,
-    client_id: u128,
-    number: u64,
+    (fetch, client_id, number): (&proto::commands::messages::FetchMessages, u128, u64),
+    room: &ReplyRoom,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
@@ -211,8 +241,11 @@ async fn fetch_messages(
         Err(refusal) => return Outcome::refused(operation, refusal, commit),
     };
     let parked = server.park(client_id, number);
-    match server.data.fetch(&plan, &parked.cancel).await {
-        Ok(fetched) => Outcome::encoded(operation, fetched.encode(), Vec::new(), commit),
+    match server.data.fetch(&plan, &parked.cancel, room).await {
+        // The permits are held until the reply is encoded for the transport.
+        Ok((fetched, _permits)) => {
+            Outcome::encoded(operation, fetched.encode(), Vec::new(), commit)
+        }
         Err(error) => Outcome::refused(operation, error.refusal(), commit),
     }
 }
@@ -363,14 +396,15 @@ fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<usize>> {
     (end <= whole.len()).then_some(start..end)
 }
 
-/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`) for a deferred one. The
+/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`, the server's reply room) for a
+/// deferred one. The
 /// partition's owner is noted in `affinity`.
 async fn poll(
     server: &Server,
     operation: Operation,
     commit: u64,
     request: &PollRequest<'_>,
-    wait: Option<(u32, u64)>,
+    wait: Option<(u32, u64, &ReplyRoom)>,
     request_number: u64,
     affinity: &mut Affinity,
 ) -> Outcome {
@@ -395,15 +429,21 @@ async fn poll(
     } else {
         None
     };
-    let polled = match wait {
-        Some((min_count, wait_us)) => {
+    // A deferred poll's permits for its reply room, held until the reply is encoded.
+    let (polled, _permit) = match wait {
+        Some((min_count, wait_us, room)) => {
             let parked = server.park(request.client_id, request_number);
-            server
+            let deferred = (min_count, wait_us);
+            match server
                 .data
-                .poll_deferred(&plan, min_count, wait_us, &parked.cancel)
+                .poll_deferred(&plan, deferred, &parked.cancel, room)
                 .await
+            {
+                Ok((polled, permits)) => (Ok(polled), permits),
+                Err(error) => (Err(error), ReplyPermits::default()),
+            }
         }
-        None => server.data.poll(&plan).await,
+        None => (server.data.poll(&plan).await, ReplyPermits::default()),
     };
     if let (Some(owner), Ok(polled)) = (replicated_commit, &polled)
         && let Some(last) = polled.records.last_offset
