@@ -45,7 +45,7 @@ pub use send::SendPlan;
 pub use signal::{Cancel, Notified, Notify, Race, Waiting, race};
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -231,6 +231,8 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     /// While a partition the metadata holds could not be opened: when to try again (µs)
     /// and the wait before that try, doubled by each failed one. `None` while all are open.
     unopened_retry: Cell<Option<Retry>>,
+    /// The partitions the last reconcile could not open.
+    unopened: RefCell<BTreeSet<PartitionKey>>,
 }
 
 /// The next try to open the partitions an open left closed.
@@ -241,6 +243,25 @@ struct Retry {
 }
 
 impl Retry {
+    /// The retry after a reconcile at `now_us` that could not open `failed`, `before` those
+    /// the one before could not open and `previous` the retry it set.
+    fn next(
+        previous: Option<Self>,
+        (before, failed): (&BTreeSet<PartitionKey>, &BTreeSet<PartitionKey>),
+        now_us: u64,
+    ) -> Option<Self> {
+        let known = failed.is_subset(before);
+        match previous {
+            _ if failed.is_empty() => None,
+            // Not the retry (another change's reconcile): its schedule stands.
+            Some(previous) if known && now_us < previous.at_us => Some(previous),
+            // The retry failed again: a longer wait.
+            Some(_) if known => Some(Self::after(previous, now_us)),
+            // A partition failed that did not before: the first wait.
+            _ => Some(Self::after(None, now_us)),
+        }
+    }
+
     /// The retry after a failed open at `now_us`, `previous` the one that failed (if any):
     /// its wait doubled, up to the most.
     fn after(previous: Option<Self>, now_us: u64) -> Self {
@@ -300,6 +321,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             record_key: None,
             reconciling: futures_util::lock::Mutex::new(()),
             unopened_retry: Cell::new(None),
+            unopened: RefCell::default(),
         }
     }
 
@@ -651,8 +673,10 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 
     /// Closes the partitions `metadata` no longer holds and opens those it holds that are
     /// not open. A partition that cannot be opened is logged and skipped, so one full disk
-    /// or exhausted descriptor table does not close the rest; the first such failure is
-    /// returned after the others were tried.
+    /// or exhausted descriptor table does not close the rest; the first failure of one that
+    /// did not fail before (one the change being applied added) is returned after the others
+    /// were tried. Those that failed before wait for their retry, whose schedule only a
+    /// retry or a new failure changes.
     async fn reconcile_locked(&self, metadata: &Metadata, now_us: u64) -> Result<(), DataError> {
         let wanted = self.wanted(metadata);
         let stale: Vec<(PartitionKey, PartitionHandle)> = {
@@ -675,6 +699,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .await
                 .map_err(|source| DataError::Partition { key, source })?;
         }
+        let before = self.unopened.take();
+        let mut failed = BTreeSet::new();
         let mut unopened = None;
         for (key, (incarnation, spec)) in wanted {
             if self.partitions.borrow().contains_key(&key) {
@@ -695,30 +721,36 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                         key.partition_id,
                         causes(&source)
                     );
-                    unopened.get_or_insert(DataError::Partition { key, source });
+                    if !before.contains(&key) {
+                        unopened.get_or_insert(DataError::Partition { key, source });
+                    }
+                    failed.insert(key);
                     continue;
                 }
             };
-            let route = Route {
-                shard: self.place.index,
-                handle: handle.clone(),
-            };
-            self.routes.pin().insert(key, route);
-            self.partitions.borrow_mut().insert(
-                key,
-                Entry {
-                    incarnation,
-                    handle,
-                },
-            );
+            self.serve_opened(key, incarnation, handle);
         }
         if self.place.is_leader() {
             self.reconcile_groups(metadata);
         }
-        let previous = self.unopened_retry.get();
-        let retry = unopened.is_some().then(|| Retry::after(previous, now_us));
+        let retry = Retry::next(self.unopened_retry.get(), (&before, &failed), now_us);
         self.unopened_retry.set(retry);
+        self.unopened.replace(failed);
         unopened.map_or(Ok(()), Err)
+    }
+
+    /// Routes requests for `key` to the partition just opened.
+    fn serve_opened(&self, key: PartitionKey, incarnation: u64, handle: PartitionHandle) {
+        let route = Route {
+            shard: self.place.index,
+            handle: handle.clone(),
+        };
+        self.routes.pin().insert(key, route);
+        let entry = Entry {
+            incarnation,
+            handle,
+        };
+        self.partitions.borrow_mut().insert(key, entry);
     }
 
     async fn delete_group_offsets(&self, key: GroupKey) -> Result<(), DataError> {

@@ -160,6 +160,16 @@ fn a_partition_that_cannot_be_opened_leaves_the_others_served_and_is_retried() {
         );
         // Not retried before its wait, which grows with each failed try.
         let first = plane.unopened_retry.get().unwrap();
+        // Another change meanwhile is not refused for it, and leaves its retry as it was.
+        let group = MetadataOp::CreateConsumerGroup {
+            stream_id: 0,
+            topic_id: 0,
+            id: 1,
+            name: "readers".to_owned(),
+            created_at: 0,
+        };
+        plane.on_applied(&group, &grown).await.unwrap();
+        assert_eq!(plane.unopened_retry.get(), Some(first));
         plane
             .retry_unopened(first.at_us - 1, || grown.clone().into())
             .await;
