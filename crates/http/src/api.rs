@@ -163,11 +163,35 @@ impl<H: ConnectionHandler> Api<H> {
 
     /// The largest body a request with `head` may send: the listener's limit for a known
     /// credential, [`UNAUTHENTICATED_BODY_MAX`] otherwise (logins and refreshes are small).
-    pub fn body_max(&self, head: &crate::wire::Head, now: Now, limit: usize) -> usize {
-        if self
+    /// A personal access token not seen before is logged in first when the body needs more
+    /// than the small limit, so it is known by the time the request is answered (a failed
+    /// login counts as one, and the request is refused as too large).
+    pub async fn body_max(
+        &self,
+        head: &crate::wire::Head,
+        (peer, now): (SocketAddr, Now),
+        limit: usize,
+    ) -> usize {
+        let now_s = now.unix_s();
+        let authorization = head.header("authorization");
+        if self.credentials.known(authorization, now_s) {
+            return limit;
+        }
+        let declared = head
+            .header("content-length")
+            .and_then(|length| length.trim().parse::<usize>().ok());
+        let small = declared.is_some_and(|length| length <= UNAUTHENTICATED_BODY_MAX);
+        let token = authorization
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .is_some_and(|credential| credential.split('.').count() != 3);
+        if small || !token {
+            return UNAUTHENTICATED_BODY_MAX;
+        }
+        let session = self
             .credentials
-            .known(head.header("authorization"), now.unix_s())
-        {
+            .session(&self.handler, peer, authorization, now_s)
+            .await;
+        if session.is_ok() {
             limit
         } else {
             UNAUTHENTICATED_BODY_MAX

@@ -448,60 +448,105 @@ struct PolledHeader {
 }
 
 #[derive(Serialize)]
-struct PolledMessage {
+struct PolledMessage<'m> {
     header: PolledHeader,
-    payload: String,
+    payload: Base64<'m>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user_headers: Option<Value>,
 }
 
+/// Bytes written as standard base64 straight into the output, without a `String` of their
+/// own.
+struct Base64<'b>(&'b [u8]);
+
+impl Serialize for Base64<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&base64::display::Base64Display::new(self.0, &STANDARD))
+    }
+}
+
 #[derive(Serialize)]
-struct Polled {
+struct Polled<'p> {
     context: Value,
     partition_id: u32,
     current_offset: u64,
     count: usize,
-    messages: Vec<PolledMessage>,
+    messages: PolledList<'p>,
+}
+
+/// The messages of a poll's records, encoded one at a time as they are serialized: a reply
+/// holds its records and its JSON, never a copy of every message in between.
+struct PolledList<'p>(&'p [u8]);
+
+impl PolledList<'_> {
+    fn records(&self) -> Records<'_> {
+        Records::new(self.0, Dialect::V0_12_2, Integrity::LayoutOnly, 0)
+    }
+
+    fn count(&self) -> Result<usize, ApiError> {
+        let mut count = 0_usize;
+        for batch in self.records() {
+            let batch =
+                batch.map_err(|error| ApiError::Internal(format!("polled batch: {error}")))?;
+            count = count.saturating_add(batch.messages().count());
+        }
+        Ok(count)
+    }
+}
+
+impl Serialize for PolledList<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut list = serializer.serialize_seq(None)?;
+        // `count` walked the same records first, so a batch that fails here failed there.
+        for batch in self.records() {
+            let batch =
+                batch.map_err(|error| S::Error::custom(format!("polled batch: {error}")))?;
+            let head = batch.header();
+            for message in batch.messages() {
+                let frame = message.header;
+                let user_headers = if message.user_headers.is_empty() {
+                    None
+                } else {
+                    Some(user_headers(message.user_headers).map_err(S::Error::custom)?)
+                };
+                list.serialize_element(&PolledMessage {
+                    header: PolledHeader {
+                        checksum: frame.checksum.get(),
+                        id: frame.id.get(),
+                        offset: head.base_offset.get() + u64::from(frame.offset_delta.get()),
+                        timestamp: head.base_timestamp.get(),
+                        origin_timestamp: head.origin_timestamp.get()
+                            + u64::from(frame.timestamp_delta.get()),
+                        user_headers_length: frame.user_headers_length.get(),
+                        payload_length: frame.payload_length.get(),
+                        reserved: 0,
+                    },
+                    payload: Base64(message.payload),
+                    user_headers,
+                })?;
+            }
+        }
+        list.end()
+    }
 }
 
 /// A poll reply with every message, as JSON bytes.
 pub fn polled(polled: &PolledMessages<'_>) -> Result<Vec<u8>, ApiError> {
-    let mut messages = Vec::new();
-    for batch in Records::new(polled.records, Dialect::V0_12_2, Integrity::LayoutOnly, 0) {
-        let batch = batch.map_err(|error| ApiError::Internal(format!("polled batch: {error}")))?;
-        let head = batch.header();
-        for message in batch.messages() {
-            let frame = message.header;
-            let user_headers = if message.user_headers.is_empty() {
-                None
-            } else {
-                Some(user_headers(message.user_headers)?)
-            };
-            messages.push(PolledMessage {
-                header: PolledHeader {
-                    checksum: frame.checksum.get(),
-                    id: frame.id.get(),
-                    offset: head.base_offset.get() + u64::from(frame.offset_delta.get()),
-                    timestamp: head.base_timestamp.get(),
-                    origin_timestamp: head.origin_timestamp.get()
-                        + u64::from(frame.timestamp_delta.get()),
-                    user_headers_length: frame.user_headers_length.get(),
-                    payload_length: frame.payload_length.get(),
-                    reserved: 0,
-                },
-                payload: STANDARD.encode(message.payload),
-                user_headers,
-            });
-        }
-    }
+    let messages = PolledList(polled.records);
     let reply = Polled {
         context: context(polled.context),
         partition_id: polled.partition_id,
         current_offset: polled.current_offset,
-        count: messages.len(),
+        count: messages.count()?,
         messages,
     };
-    serde_json::to_vec(&reply).map_err(|error| ApiError::Internal(error.to_string()))
+    // Sized for the usual JSON growth of records (base64 payloads, spelled-out headers), so
+    // the buffer rarely doubles while it is written.
+    let mut json = Vec::with_capacity(polled.records.len().saturating_mul(2).saturating_add(256));
+    serde_json::to_writer(&mut json, &reply)
+        .map_err(|error| ApiError::Internal(error.to_string()))?;
+    Ok(json)
 }
 
 fn user_headers(block: &[u8]) -> Result<Value, ApiError> {

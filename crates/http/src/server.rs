@@ -147,12 +147,14 @@ impl HttpServer {
             let tls = tls.clone();
             async move {
                 let _ = stream.set_nodelay(true);
+                let socket = Socket(Box::new(compio::driver::ToSharedFd::to_shared_fd(&stream)));
+                let shared = (&*shared, &socket);
                 #[cfg(feature = "tls")]
                 if let Some(acceptor) = tls {
                     let handshake = acceptor.accept(stream);
                     match compio::time::timeout(config.handshake_grace, handshake).await {
                         Ok(Ok(stream)) => {
-                            serve_connection(stream, peer, &api, &config, &shared).await;
+                            serve_connection(stream, peer, &api, &config, shared).await;
                         }
                         Ok(Err(error)) => log::info!("http: {peer}: TLS handshake failed: {error}"),
                         Err(_elapsed) => log::info!("http: {peer}: TLS handshake timed out"),
@@ -161,7 +163,7 @@ impl HttpServer {
                 }
                 // Pinned on the heap: the adapter is not `Unpin`.
                 let stream = Box::pin(AsyncStream::new(stream));
-                serve_connection(stream, peer, &api, &config, &shared).await;
+                serve_connection(stream, peer, &api, &config, shared).await;
             }
         };
         accept_until(
@@ -190,7 +192,7 @@ async fn serve_connection<S, H>(
     peer: SocketAddr,
     api: &Api<H>,
     config: &HttpConfig,
-    shared: &Shared,
+    (shared, socket): (&Shared, &Socket),
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
     H: ConnectionHandler,
@@ -198,8 +200,9 @@ async fn serve_connection<S, H>(
     let mut conn = Conn::new(stream);
     loop {
         let read = {
+            let limit = config.limits.body_size_max;
             let body_max =
-                |head: &crate::wire::Head| api.body_max(head, now(), config.limits.body_size_max);
+                async |head: &crate::wire::Head| api.body_max(head, (peer, now()), limit).await;
             let read = conn.read_request(&config.limits, body_max);
             match select(pin!(read), pin!(shared.stopping())).await {
                 Either::Left((read, _)) => read,
@@ -213,7 +216,15 @@ async fn serve_connection<S, H>(
         let response = if config.cors.is_preflight(&request) {
             config.cors.preflight(&request)
         } else {
-            api.handle(peer, &request, now()).await
+            // A client gone while its request waits (a long poll) ends it: what the request
+            // holds — its connection slot, a parked poll — goes now, not when it would end.
+            let handled = api.handle(peer, &request, now());
+            match select(pin!(handled), pin!(socket.peer_gone())).await {
+                Either::Left((response, _)) => response,
+                Either::Right(((), _)) => {
+                    return log::debug!("http: {peer}: gone while its request was answered");
+                }
+            }
         };
         let response = config.cors.apply(&request, response);
         let keep_alive = request.keep_alive;
@@ -226,6 +237,42 @@ async fn serve_connection<S, H>(
         }
         if !keep_alive {
             return;
+        }
+    }
+}
+
+/// A connection's socket (a shared handle: no second descriptor), for the check that its
+/// peer is still there.
+struct Socket(Box<dyn std::os::fd::AsFd>);
+
+/// How often a request being answered checks that its client is still there.
+const PEER_CHECK: Duration = Duration::from_millis(500);
+
+impl Socket {
+    /// Completes once the peer has shut its side of the connection down or the socket
+    /// failed, checked every [`PEER_CHECK`] (`POLLRDHUP`, which a FIN sets whatever data is
+    /// still unread, TLS records included). A client that half-closes after sending its
+    /// request is taken for gone too; HTTP/1.1 clients do not.
+    async fn peer_gone(&self) {
+        use rustix::event::{PollFd, PollFlags, poll};
+        use std::os::fd::AsFd;
+        let gone = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
+        loop {
+            compio::time::sleep(PEER_CHECK).await;
+            let mut fds = [PollFd::from_borrowed_fd(self.0.as_fd(), PollFlags::RDHUP)];
+            let zero = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            match poll(&mut fds, Some(&zero)) {
+                Ok(0) => {}
+                Ok(_) if fds[0].revents().intersects(gone) => return,
+                Ok(_) => {}
+                Err(error) => {
+                    log::debug!("http: poll of a connection: {error}");
+                    return;
+                }
+            }
         }
     }
 }
@@ -245,12 +292,20 @@ async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(
             log::info!("http: {peer}: {status} {reason}; closed");
             let mut response = ApiError::invalid(reason, "request").response();
             response.status = status;
-            let _ = conn
+            let written = conn
                 .write_response(&response, false, false, config.write_timeout)
                 .await;
+            if written.is_ok() {
+                conn.linger(LINGER_BYTES_MAX, LINGER).await;
+            }
         }
     }
 }
+
+/// What a refused request's connection still reads and drops before it closes, so the
+/// client, still sending the body it was refused, reads the refusal instead of a reset.
+const LINGER_BYTES_MAX: usize = 16 << 20;
+const LINGER: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 #[path = "server_tests.rs"]

@@ -126,3 +126,114 @@ fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
         assert!(ping(address).starts_with("HTTP/1.1 200"));
     });
 }
+
+/// Logs anyone in (as [`AnyoneLogsIn`]); every other request parks for ever, counted when it
+/// starts and when it is dropped.
+#[derive(Default)]
+struct Parking {
+    logins: AnyoneLogsIn,
+    parked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts its drop.
+struct Dropped(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl transport::ConnectionHandler for Parking {
+    type Connection = ();
+
+    fn open(&self, peer: SocketAddr) {
+        self.logins.open(peer);
+    }
+
+    async fn handle(
+        &self,
+        (): &(),
+        header: &[u8; proto::header::HEADER_SIZE],
+        body: &[u8],
+    ) -> transport::Answer {
+        use zerocopy::FromBytes;
+        let request = proto::header::RequestHeader::ref_from_bytes(header).unwrap();
+        if request.operation() == Some(proto::header::Operation::Register) {
+            return self.logins.handle(&(), header, body).await;
+        }
+        let _dropped = Dropped(std::sync::Arc::clone(&self.dropped));
+        self.parked
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    async fn evicted(&self, (): &()) -> proto::header::EvictionReason {
+        std::future::pending().await
+    }
+
+    fn dialect(&self, (): &()) -> proto::Dialect {
+        proto::Dialect::V0_12_2
+    }
+
+    fn authenticated(&self, (): &()) -> bool {
+        true
+    }
+
+    fn close(&self, (): ()) {
+        self.logins.close(());
+    }
+}
+
+/// Waits up to `within` for `counter` to reach `value`.
+fn reaches(counter: &std::sync::atomic::AtomicUsize, value: usize, within: Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while std::time::Instant::now() < deadline {
+        if counter.load(std::sync::atomic::Ordering::SeqCst) >= value {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_request_whose_client_went_away_is_dropped_while_it_waits() {
+    let handler = Parking::default();
+    let (parked, dropped) = (
+        std::sync::Arc::clone(&handler.parked),
+        std::sync::Arc::clone(&handler.dropped),
+    );
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let server = HttpServer::bind(config()).await.unwrap();
+        let address = server.local_address();
+        let client = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream
+                .write_all(
+                    b"GET /streams HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pat7\r\n\r\n",
+                )
+                .unwrap();
+            assert!(
+                reaches(&parked, 1, Duration::from_secs(5)),
+                "the request parked"
+            );
+            drop(stream);
+            assert!(
+                reaches(&dropped, 1, Duration::from_secs(3)),
+                "the parked request outlived its client"
+            );
+            // The listener still serves.
+            assert!(ping(address).starts_with("HTTP/1.1 200"));
+        });
+        let done = async {
+            while !client.is_finished() {
+                compio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        server.serve(Rc::new(handler), done).await;
+        client.join().unwrap();
+    });
+}

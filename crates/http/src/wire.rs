@@ -114,10 +114,10 @@ impl Response {
         self
     }
 
-    /// The response as bytes; `head_only` leaves out the body (a HEAD request) but not its
-    /// length.
-    pub fn encode(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256 + self.body.len());
+    /// The status line and headers, up to the blank line before the body (whose length they
+    /// give, a HEAD request's too).
+    fn encode_head(&self, keep_alive: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
         let reason = self.status.canonical_reason().unwrap_or("Unknown");
         out.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", self.status.as_u16()).as_bytes());
         for (name, value) in &self.headers {
@@ -128,9 +128,6 @@ impl Response {
         out.extend_from_slice(
             format!("content-length: {length}\r\nconnection: {connection}\r\n\r\n").as_bytes(),
         );
-        if !head_only {
-            out.extend_from_slice(&self.body);
-        }
         out
     }
 }
@@ -166,7 +163,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     pub async fn read_request(
         &mut self,
         limits: &Limits,
-        body_max: impl Fn(&Head) -> usize,
+        body_max: impl AsyncFn(&Head) -> usize,
     ) -> Result<Request, ReadError> {
         if self.pending().is_empty() {
             let read = self.fill(limits.idle_timeout).await?;
@@ -205,7 +202,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             ));
         }
         self.take(head_length);
-        let max = body_max(&head).min(limits.body_size_max);
+        let max = body_max(&head).await.min(limits.body_size_max);
         let body = match head.framing()? {
             Framing::None => Vec::new(),
             Framing::Length(length) => {
@@ -238,13 +235,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         head_only: bool,
         timeout: Duration,
     ) -> io::Result<()> {
-        let bytes = response.encode(keep_alive, head_only);
-        self.write_all(&bytes, timeout).await
+        // The head and the body apart: a large body (a poll's JSON) is not copied again.
+        let head = response.encode_head(keep_alive);
+        let body: &[u8] = if head_only { &[] } else { &response.body };
+        self.write_parts(&[&head, body], timeout).await
     }
 
     async fn write_all(&mut self, bytes: &[u8], timeout: Duration) -> io::Result<()> {
+        self.write_parts(&[bytes], timeout).await
+    }
+
+    async fn write_parts(&mut self, parts: &[&[u8]], timeout: Duration) -> io::Result<()> {
         let write = async {
-            self.stream.write_all(bytes).await?;
+            for part in parts {
+                self.stream.write_all(part).await?;
+            }
             self.stream.flush().await
         };
         compio::time::timeout(timeout, write)
@@ -349,6 +354,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Marks the first `length` pending bytes parsed.
     fn take(&mut self, length: usize) {
         self.consumed = self.consumed.saturating_add(length).min(self.buffer.len());
+    }
+
+    /// Reads and drops what the peer still sends, until `most` bytes went, `within` passed
+    /// or it closed: a connection closed with bytes unread is reset, and the reset can destroy
+    /// the refusal just written before the client reads it.
+    pub async fn linger(&mut self, most: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        self.buffer.clear();
+        self.consumed = 0;
+        let mut dropped = 0_usize;
+        while dropped < most {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match compio::time::timeout(left, self.stream.read(&mut self.chunk)).await {
+                Ok(Ok(read)) if read > 0 => dropped = dropped.saturating_add(read),
+                _ => return,
+            }
+        }
     }
 
     async fn fill(&mut self, timeout: Duration) -> Result<usize, ReadError> {

@@ -77,7 +77,7 @@ fn read_all(input: &[u8], piece: usize) -> (Vec<Request>, ReadError, Vec<u8>) {
             let mut conn = Conn::new(Scripted::new(input, piece));
             let mut requests = Vec::new();
             loop {
-                match conn.read_request(&LIMITS, |_| usize::MAX).await {
+                match conn.read_request(&LIMITS, async |_| usize::MAX).await {
                     Ok(request) => requests.push(request),
                     Err(error) => return (requests, error, conn.stream.written),
                 }
@@ -196,7 +196,7 @@ fn the_caller_limits_a_body_from_the_head() {
         .expect("runtime")
         .block_on(async {
             let mut conn = Conn::new(Scripted::new(input, 4096));
-            let small = |head: &super::Head| {
+            let small = async |head: &super::Head| {
                 assert_eq!(head.header("content-length"), Some("20"));
                 16
             };
