@@ -356,11 +356,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         self.consumed = self.consumed.saturating_add(length).min(self.buffer.len());
     }
 
-    /// Reads and drops what the peer still sends, until `most` bytes went, `within` passed
-    /// or it closed: a connection closed with bytes unread is reset, and the reset can destroy
-    /// the refusal just written before the client reads it.
+    /// Ends the sending side, then reads and drops what the peer still sends, until `most`
+    /// bytes went, `within` passed or it closed: a connection closed with bytes unread is
+    /// reset, and the reset can destroy the refusal just written before the client reads it.
+    /// The end of the sending side first tells a client that waits for it (a request with
+    /// `Connection: close`) that the response is complete, so it closes instead of waiting.
     pub async fn linger(&mut self, most: usize, within: Duration) {
         let deadline = Instant::now() + within;
+        if compio::time::timeout(within, self.stream.close())
+            .await
+            .is_err()
+        {
+            return;
+        }
         self.buffer.clear();
         self.consumed = 0;
         let mut dropped = 0_usize;
