@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use http::StatusCode;
+use proto::ErrorCode;
 use proto::codes::CommandCode;
 use proto::commands::Empty;
 use proto::commands::groups::{
@@ -230,7 +231,15 @@ impl<H: ConnectionHandler> Api<H> {
         let route = if metrics {
             Route::Metrics
         } else {
-            route(&method, &target.segments)?
+            match route(&method, &target.segments) {
+                Ok(route) => route,
+                // Without a credential, a malformed id in a route's path is not the client's
+                // first problem: it is told it lacks one, as for any other private route.
+                Err(ApiError::Invalid { .. }) if request.header("authorization").is_none() => {
+                    return Err(ApiError::Code(ErrorCode::AccessTokenMissing.as_u32()));
+                }
+                Err(error) => return Err(error),
+            }
         };
         // HEAD answers a read without its body; a poll may commit offsets, so it is refused.
         if request.method == http::Method::HEAD && matches!(route, Route::Poll(..)) {

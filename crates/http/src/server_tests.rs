@@ -237,3 +237,33 @@ fn a_request_whose_client_went_away_is_dropped_while_it_waits() {
         client.join().unwrap();
     });
 }
+
+/// The status line of `request`, sent on a connection of its own.
+fn status_of(address: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_private_route_without_a_credential_is_unauthorized_before_its_path_is_judged() {
+    serve_until_done(|address| {
+        let long = "u".repeat(300);
+        let bad = format!("GET /users/{long} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        assert!(status_of(address, &bad).starts_with("HTTP/1.1 401"));
+        // With a credential the path's fault is the answer.
+        let with = format!(
+            "GET /users/{long} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pat7\r\n\
+             Connection: close\r\n\r\n"
+        );
+        assert!(status_of(address, &with).starts_with("HTTP/1.1 400"));
+        // An unknown route stays unknown.
+        let unknown = "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        assert!(status_of(address, unknown).starts_with("HTTP/1.1 404"));
+    });
+}
