@@ -178,13 +178,17 @@ impl<H: ConnectionHandler> Api<H> {
         if self.credentials.known(authorization, now_s) {
             return limit;
         }
-        let declared = head
-            .header("content-length")
-            .and_then(|length| length.trim().parse::<usize>().ok());
-        let small = declared.is_some_and(|length| length <= UNAUTHENTICATED_BODY_MAX);
-        let token = authorization
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .is_some_and(|credential| credential.split('.').count() != 3);
+        // A body within the small limit (none at all included: no length and not chunked)
+        // needs no login here; `dispatch` logs the credential in once, as for any request.
+        let small = match head.header("content-length") {
+            Some(length) => length
+                .trim()
+                .parse::<usize>()
+                .is_ok_and(|length| length <= UNAUTHENTICATED_BODY_MAX),
+            None => head.header("transfer-encoding").is_none(),
+        };
+        let token = crate::auth::bearer(authorization)
+            .is_ok_and(|credential| credential.split('.').count() != 3);
         if small || !token {
             return UNAUTHENTICATED_BODY_MAX;
         }

@@ -288,7 +288,7 @@ fn credential_refusal(code: u32) -> bool {
 }
 
 /// The credential of a `Bearer` authorization.
-fn bearer(authorization: Option<&str>) -> Result<&str, ApiError> {
+pub(crate) fn bearer(authorization: Option<&str>) -> Result<&str, ApiError> {
     let value = authorization.ok_or(ApiError::Code(ErrorCode::AccessTokenMissing.as_u32()))?;
     let (scheme, credential) = value.split_once(' ').unwrap_or((value, ""));
     let credential = credential.trim();

@@ -160,8 +160,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .filter_map(|target| target.plan.as_ref().ok())
                 .map(|plan| -> Waiting<'_> { Box::pin(plan.handle.appended()) })
                 .collect();
-            let permit = room.take().await;
-            let mut fetched = match read_sections(self, plan).await {
+            // The wait ended while the read waited for memory: answered with nothing read.
+            let (permit, reading) = match self.room_until(room, deadline, cancel).await {
+                Some(permit) => (permit, true),
+                None => (ReplyPermits::default(), false),
+            };
+            let mut fetched = match read_sections(self, plan, reading).await {
                 Ok(fetched) => fetched,
                 Err(error) => {
                     self.end_group_polls(plan, None);
@@ -169,7 +173,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 }
             };
             let enough = fetched.messages_count() >= u64::from(plan.min_count);
-            if enough || self.clock.now_us() >= deadline || cancel.is_cancelled() {
+            if enough || !reading || self.clock.now_us() >= deadline || cancel.is_cancelled() {
                 self.end_group_polls(plan, Some(&mut fetched));
                 commit(plan, &fetched).await?;
                 return Ok((fetched, permit));
@@ -208,9 +212,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 async fn read_sections<S: Storage + Clone + 'static>(
     data: &DataPlane<S>,
     plan: &FetchPlan,
+    reading: bool,
 ) -> Result<Fetched, DataError> {
     let mut fetched = Fetched::default();
-    let (mut count_left, mut bytes_left) = (plan.count, plan.max_bytes);
+    // Not `reading`: every section as it stands, with no records.
+    let count = if reading { plan.count } else { 0 };
+    let (mut count_left, mut bytes_left) = (count, plan.max_bytes);
     for target in &plan.targets {
         let poll = match &target.plan {
             Ok(poll) => poll,

@@ -320,7 +320,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let deadline = self.clock.now_us().saturating_add(wait_us);
         loop {
             let appended = plan.handle.appended();
-            let permit = room.take().await;
+            let Some(permit) = self.room_until(room, deadline, cancel).await else {
+                // The wait ended while the read waited for memory: answered with nothing.
+                self.serve_group_poll(plan, None)?;
+                let empty = finish(plan, Records::default()).await;
+                return empty.map(|polled| (polled, ReplyPermits::default()));
+            };
             let records = self.read(plan, plan.count, plan.max_bytes).await?;
             let now = self.clock.now_us();
             let full = records.messages_count >= min_count || records.byte_budget_reached;
@@ -341,6 +346,26 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
 }
 
 impl<S: Storage + Clone + 'static> DataPlane<S> {
+    /// `room`'s permits, or `None` when `deadline` passes or `cancel` fires before there is
+    /// room: a waiting read whose wait ended answers with nothing instead of waiting on for
+    /// memory (room there already is taken first, whatever the time).
+    pub(super) async fn room_until(
+        &self,
+        room: &ReplyRoom,
+        deadline: u64,
+        cancel: &Cancel,
+    ) -> Option<ReplyPermits> {
+        use futures_util::future::{Either, select};
+        let ended = race(vec![
+            self.clock.sleep_until(deadline),
+            Box::pin(cancel.cancelled()),
+        ]);
+        match select(std::pin::pin!(room.take()), ended).await {
+            Either::Left((permits, _)) => Some(permits),
+            Either::Right(((), _)) => None,
+        }
+    }
+
     /// Reads up to `count` messages and `max_bytes` of the plan's partition, timed.
     pub(super) async fn read(
         &self,

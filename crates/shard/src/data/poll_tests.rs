@@ -96,6 +96,35 @@ fn a_waiting_deferred_poll_holds_no_reply_room() {
     });
 }
 
+/// A deferred poll whose wait ends while it waits for reply room answers with nothing then,
+/// not once the room comes back.
+#[test]
+fn a_deferred_poll_whose_wait_ends_before_there_is_room_answers_empty() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let plane = plane(&storage);
+        let meta = metadata(1, &[]);
+        plane.open_all(&meta).await.unwrap();
+        send(&plane, &meta, 1).await;
+        let budget = crate::reply_budget::ReplyBudget::new(1 << 20);
+        let held = budget.acquire(1 << 20).await;
+        let room = ReplyRoom::new(vec![budget.clone()], 1 << 20);
+        let selector = poll_selector(ConsumerKind::Consumer, Some(0), 10);
+        let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
+        let cancel = Cancel::new();
+        let polled = plane.poll_deferred(&plan, (1, 50_000), &cancel, &room);
+        let (polled, _) = compio::time::timeout(Duration::from_secs(2), polled)
+            .await
+            .expect("answered while the room is still held")
+            .unwrap();
+        assert_eq!(
+            polled.records.messages_count, 0,
+            "nothing read without room"
+        );
+        drop(held);
+    });
+}
+
 fn target(partition_id: u32, offset: u64) -> FetchTarget {
     FetchTarget {
         partition_id,

@@ -122,7 +122,9 @@ pub(crate) async fn handle(
             poll(server, operation, commit, &request, wait, number, affinity).await
         }
         Request::FetchMessages(fetch) => {
-            let room = reply_room(server, connection, u64::from(fetch.max_bytes));
+            // What a fetch reads at most, whatever its `max_bytes` asks.
+            let bytes = u64::from(fetch.max_bytes).min(crate::data::REPLY_RECORD_BYTES_MAX);
+            let room = reply_room(server, connection, bytes);
             let request = (&fetch, client_id, number);
             fetch_messages(server, operation, commit, request, &room).await
         }
@@ -396,8 +398,8 @@ fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<usize>> {
     (end <= whole.len()).then_some(start..end)
 }
 
-/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`, the server's reply room) for a
-/// deferred one. The
+/// Plans and runs a poll; `wait` = (`min_count`, `wait_us`, its reply room in the
+/// connection's and the server's budgets) for a deferred one. The
 /// partition's owner is noted in `affinity`.
 async fn poll(
     server: &Server,
