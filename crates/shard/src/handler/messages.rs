@@ -102,7 +102,9 @@ pub(crate) async fn handle(
                 context,
                 max_bytes: poll_bytes(connection, POLL_BYTES_DEFAULT),
             };
-            let _replies = reply_permits(server, connection, request.max_bytes).await;
+            let _replies = reply_room(server, connection, request.max_bytes)
+                .take()
+                .await;
             let affinity = &mut connection.affinity;
             poll(server, operation, commit, &request, None, number, affinity).await
         }
@@ -132,19 +134,9 @@ pub(crate) async fn handle(
     }
 }
 
-/// Room for a reply of up to `bytes` in the connection's budget, then in the server's:
-/// held until the reply is handed to the transport.
-async fn reply_permits(
-    server: &Server,
-    connection: &Connection,
-    bytes: u64,
-) -> [crate::reply_budget::ReplyPermit; 2] {
-    let own = connection.replies.acquire(bytes).await;
-    [own, server.node.replies.acquire(bytes).await]
-}
-
-/// Room for a reply of up to `bytes` in the connection's budget and the server's, for a
-/// read that may wait.
+/// Room for a reply of up to `bytes` in the connection's budget, then in the server's: a
+/// plain poll takes it before it reads, a read that may wait for each read
+/// ([`ReplyRoom`]); either holds it until the reply is handed to the transport.
 fn reply_room(server: &Server, connection: &Connection, bytes: u64) -> ReplyRoom {
     let budgets = vec![
         Arc::clone(&connection.replies),
