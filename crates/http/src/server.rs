@@ -265,7 +265,6 @@ impl Socket {
                 tv_nsec: 0,
             };
             match poll(&mut fds, Some(&zero)) {
-                Ok(0) => {}
                 Ok(_) if fds[0].revents().intersects(gone) => return,
                 Ok(_) => {}
                 Err(error) => {
