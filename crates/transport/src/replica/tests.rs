@@ -140,9 +140,19 @@ mod tls {
     use super::{Received, acceptor, config, delivered_to, frame};
     use crate::tls::{CertificateSource, SelfSigned};
 
-    /// A certificate for `127.0.0.1` written as PEM files; returns the source and the
-    /// certificate's own file (usable as a CA file that trusts exactly it).
-    fn certificate(name: &str) -> (CertificateSource, PathBuf) {
+    /// A directory removed when the test is done with it.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A certificate for `127.0.0.1` written as PEM files; returns the source, the
+    /// certificate's own file (usable as a CA file that trusts exactly it) and the directory
+    /// holding them, removed on drop.
+    fn certificate(name: &str) -> (CertificateSource, PathBuf, Scratch) {
         let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
         let directory = std::env::temp_dir().join(format!(
             "replica-tls-{name}-{}-{:?}",
@@ -158,7 +168,7 @@ mod tls {
             cert_file: cert_file.clone(),
             key_file,
         };
-        (source, cert_file)
+        (source, cert_file, Scratch(directory))
     }
 
     fn tls(source: &CertificateSource, peers: &PeerCheck) -> Rc<ReplicaTls> {
@@ -184,7 +194,7 @@ mod tls {
 
     #[test]
     fn frames_arrive_whole_and_in_order_inside_tls_checked_by_the_ca() {
-        let (node, node_cert) = certificate("ca");
+        let (node, node_cert, _scratch) = certificate("ca");
         let frames = vec![frame(1, 0), frame(2, 3 << 20), frame(3, 10)];
         let peers = PeerCheck::Ca(node_cert);
         let got = delivered(
@@ -198,7 +208,7 @@ mod tls {
 
     #[test]
     fn a_self_signed_cluster_takes_any_certificate() {
-        let (node, _) = certificate("any");
+        let (node, _, _scratch) = certificate("any");
         let self_signed = CertificateSource {
             self_signed: SelfSigned::Always,
             ..node
@@ -213,8 +223,8 @@ mod tls {
 
     #[test]
     fn a_dialer_refuses_an_acceptor_its_ca_did_not_sign_and_plain_meets_tls_nowhere() {
-        let (acceptor, _) = certificate("acceptor");
-        let (_, other_cert) = certificate("other");
+        let (acceptor, _, _acceptor_scratch) = certificate("acceptor");
+        let (_, other_cert, _other_scratch) = certificate("other");
         let frames = vec![frame(1, 0)];
         let wrong_ca = delivered(
             Some(tls(&acceptor, &PeerCheck::Any)),
