@@ -12,7 +12,8 @@ use crate::{
 };
 
 /// A fetch in progress: the committed ops `start + 1 ..= target`, continuing this replica's
-/// own committed prefix (which ends at `start`).
+/// own committed prefix (which ends at `start`). A recovering replica moves what it fetched
+/// into its log as it comes, and `start` with it.
 #[derive(Debug, Clone)]
 pub(crate) struct CatchUp {
     /// The replica asked.
@@ -180,6 +181,9 @@ impl Replica {
             catch_up.end() == catch_up.target,
             catch_up.end() >= catch_up.requested,
         );
+        if self.status == Status::Recovering {
+            self.settle_fetched(out);
+        }
         if self.status == Status::ViewChange {
             // A fetch that makes progress keeps the view change alive.
             self.view_change_started_at = now;
@@ -199,6 +203,37 @@ impl Replica {
             self.request_fetch(out);
         }
         true
+    }
+
+    /// As a recovering replica: makes the ops fetched so far its own log, written and
+    /// applied, so memory holds a batch of them at a time however long the cluster's log
+    /// is. They are committed, so every later view's log starts with them, and this replica
+    /// votes on nothing until its recovery is durable ([`Replica::replace_log`]): a crash
+    /// before then recovers again from an empty log.
+    fn settle_fetched(&mut self, out: &mut Outbox) {
+        let Some(catch_up) = &mut self.catch_up else {
+            return;
+        };
+        let op = self
+            .base
+            .saturating_add(Op::try_from(self.log.len()).unwrap_or(Op::MAX));
+        assert_eq!(
+            catch_up.start, op,
+            "a recovering replica's fetch continues its log"
+        );
+        if catch_up.fetched.is_empty() {
+            return;
+        }
+        let fetched = core::mem::take(&mut catch_up.fetched);
+        catch_up.start = catch_up
+            .start
+            .saturating_add(Op::try_from(fetched.len()).unwrap_or(0));
+        catch_up.start_checksum = fetched
+            .last()
+            .map_or(catch_up.start_checksum, |e| e.checksum);
+        self.log.extend(fetched.iter().cloned());
+        self.write(op.saturating_add(1), fetched, out);
+        self.learn_commit(self.op(), out);
     }
 
     /// Resends the fetch's request once a retransmission interval has passed without an

@@ -28,9 +28,13 @@
 //! [`Suffix`]); a replica missing committed ops below it fetches them from the sender
 //! before it takes the log.
 //!
+//! A replica rebuilding a lost disk makes the committed ops it fetches its own log as they
+//! come (written and applied a batch at a time), so its memory does not grow with the log;
+//! it still votes only once its recovery is durable.
+//!
 //! Not yet here (issue 13 lists them): checkpoints (a restarted replica reads and replays
-//! its whole log, and a replica rebuilding a lost disk holds the fetched log in memory until
-//! it has all of it), and state transfer for a replica too far behind.
+//! its whole log, and a recovering one fetches all of it), and state transfer for a replica
+//! too far behind.
 #![no_std]
 #![forbid(unsafe_code)]
 

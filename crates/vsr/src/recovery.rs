@@ -2,7 +2,8 @@
 //! view changes it voted in, so it neither acknowledges nor votes until a quorum of other
 //! replicas has answered its nonce, one of them the primary of the latest view they name,
 //! whose log it then takes: that primary sends its log after its commit, and the replica
-//! fetches the committed ops before it from the primary, then takes the whole.
+//! fetches the committed ops before it from the primary, writing and applying each batch as
+//! it comes (`catch_up.rs`), then takes the rest.
 
 use crate::{Break, Config, Durable, Message, Outbox, ReplicaId, Status, Suffix, View};
 

@@ -751,9 +751,14 @@ impl Replica {
         self.apply_commits(out);
     }
 
-    /// Hands every committed entry this replica holds to the state machine, in order.
+    /// Hands every committed entry this replica holds to the state machine, in order: as a
+    /// normal replica, or as a recovering one taking the committed ops it fetched.
     pub(crate) fn apply_commits(&mut self, out: &mut Outbox) {
-        assert_eq!(self.status, Status::Normal, "only a normal replica applies");
+        assert_ne!(
+            self.status,
+            Status::ViewChange,
+            "a replica between views applies nothing"
+        );
         let last = self.commit.min(self.op());
         while self.applied < last {
             let op = self.applied.saturating_add(1);
@@ -762,7 +767,7 @@ impl Replica {
             };
             self.applied = op;
             self.clients.commit(entry.client, entry.request, op);
-            if self.is_primary() {
+            if self.status == Status::Normal && self.is_primary() {
                 out.push(Effect::Reply {
                     client: entry.client,
                     request: entry.request,
@@ -812,7 +817,10 @@ impl Replica {
             self.log_view_durable = self.log_view;
         }
         self.persist(out);
-        if !unchanged || self.replacement.is_some() {
+        // A recovering replica's log may already be whole (what it fetched is written as it
+        // came in): the write, even of nothing, completes after those, and only then is its
+        // recovery durable.
+        if !unchanged || self.replacement.is_some() || self.recovering_disk {
             let id = self.write(kept_op.saturating_add(1), added, out);
             self.replacement = Some(id);
         }

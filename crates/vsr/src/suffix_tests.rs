@@ -352,3 +352,115 @@ fn a_recovering_replica_whose_fetch_stalls_asks_again() {
     answer(&mut replica, 0, &full, (33, 36), &mut out);
     assert_eq!(replica.status(), Status::Normal);
 }
+
+/// A replica rebuilding a lost disk from a log far longer than a fetch makes each fetched
+/// batch its own log (written, applied) as it comes: memory holds a batch and the slack,
+/// not the cluster's log, and its recovery is durable only after every one of those writes.
+#[test]
+fn a_recovering_replica_writes_and_applies_what_it_fetches_as_it_comes() {
+    let full = chain(1000);
+    let mut out = Outbox::new();
+    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, &mut out);
+    out.drain().for_each(drop);
+    for (from, primary_state) in [(1, None), (0, Some(suffix_of(&full, 960)))] {
+        let answer = Message::RecoveryResponse {
+            view: 0,
+            replica: from,
+            nonce: 5,
+            primary_state,
+        };
+        replica.on_message(1, &answer, &mut out);
+    }
+    let mut applied = Vec::new();
+    let mut recovery_durable = false;
+    let mut most_in_memory = 0;
+    let mut next = 1;
+    while replica.status() == Status::Recovering {
+        let effects: Vec<Effect> = out.drain().collect();
+        let asked = fetches(
+            &effects
+                .iter()
+                .filter_map(|effect| match effect {
+                    Effect::Send { to, message } => Some((*to, message.clone())),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        );
+        for effect in &effects {
+            if let Effect::Commit { entry } = effect {
+                applied.push(entry.op);
+            }
+        }
+        complete_writes(&mut replica, effects, &mut out);
+        let fetched = replica.catch_up.as_ref().map_or(0, |c| c.fetched.len());
+        most_in_memory = most_in_memory.max(replica.log().len() + fetched);
+        let Some(&(to, op_min, op_max)) = asked.first() else {
+            continue;
+        };
+        assert_eq!((to, op_min), (0, next), "asked in order, of the primary");
+        answer(&mut replica, 0, &full, (op_min, op_max), &mut out);
+        next = op_max + 1;
+    }
+    assert!(applied.len() > 900, "applied while it recovered");
+    for effect in out.drain().collect::<Vec<_>>() {
+        match &effect {
+            Effect::Commit { entry } => applied.push(entry.op),
+            Effect::Persist {
+                recovering: false, ..
+            } => recovery_durable = true,
+            _ => {}
+        }
+        complete_writes(&mut replica, vec![effect], &mut out);
+    }
+    for effect in out.drain() {
+        if let Effect::Persist {
+            recovering: false, ..
+        } = effect
+        {
+            recovery_durable = true;
+        }
+    }
+    assert_eq!(
+        applied,
+        (1..=960).collect::<Vec<Op>>(),
+        "each op once, in order"
+    );
+    assert_eq!((replica.op(), replica.applied()), (1000, 960));
+    let bound = usize::try_from(crate::REPAIR_PREPARES_MAX + EVICT_SLACK).unwrap();
+    assert!(
+        most_in_memory <= bound,
+        "held {most_in_memory} entries, more than a fetch and the slack"
+    );
+    assert!(recovery_durable, "the recovery is marked done once written");
+}
+
+/// A cluster whose log is empty still ends a recovery: the (empty) write that makes it
+/// durable is issued although nothing differs.
+#[test]
+fn a_recovery_into_an_empty_log_becomes_durable() {
+    let mut out = Outbox::new();
+    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, &mut out);
+    out.drain().for_each(drop);
+    for (from, primary_state) in [(1, None), (0, Some(suffix_of(&[], 0)))] {
+        let answer = Message::RecoveryResponse {
+            view: 0,
+            replica: from,
+            nonce: 5,
+            primary_state,
+        };
+        replica.on_message(1, &answer, &mut out);
+    }
+    assert_eq!(replica.status(), Status::Normal);
+    let effects: Vec<Effect> = out.drain().collect();
+    complete_writes(&mut replica, effects, &mut out);
+    let done = out.drain().any(|effect| {
+        matches!(
+            effect,
+            Effect::Persist {
+                recovering: false,
+                ..
+            }
+        )
+    });
+    assert!(done, "marked recovered once the write completes");
+}
