@@ -28,7 +28,13 @@ Repairs, by file:
   .index, .timeindex      delete both; the server rebuilds them from the .log
   partition.state         unreadable: the server goes on from the segments without its offset
                           reservation; restore it to keep that
-  <id>.offset             delete it; the consumer stores its offset again";
+  <id>.offset             delete it; the consumer stores its offset again
+  streams/S/topics/T/partitions/P
+                          a partition the metadata does not hold (a delete that did not
+                          finish) needs nothing: the server moves it to orphaned/ at start;
+                          beside metadata with no change at all, the metadata was lost and
+                          the server refuses to start: restore metadata/, or start once with
+                          --accept-metadata-loss (the data is moved to orphaned/)";
 
 /// Runs `iggy check` with the arguments after `check`.
 pub(crate) fn run(arguments: &[String]) -> ExitCode {

@@ -19,8 +19,10 @@ usage: iggy [--fresh] [--with-default-root-credentials] [--config <path>]
                                      cluster's state from the other nodes before taking part
   --accept-metadata-loss             start from metadata/snapshot.bin alone when journal.wal
                                      lost its start (emptied, removed, damaged from byte 0),
-                                     dropping every metadata change after the snapshot; without
-                                     it such a journal stops the start (iggy check reports it)
+                                     dropping every metadata change after the snapshot; or,
+                                     when no metadata is left beside partition data, start
+                                     with empty metadata, the data moved to orphaned/; without
+                                     it either stops the start (iggy check reports it)
   -V, --version                      print the version and the features built in
   -h, --help                         print this help";
 

@@ -114,6 +114,10 @@ pub enum PartitionError {
         #[source]
         source: io::Error,
     },
+    /// The partition's directory could not be made its own (the shard's check that it was
+    /// not left by an earlier partition of the same ids).
+    #[error("claim the partition's directory")]
+    Claim(#[source] io::Error),
     #[error("close")]
     Close(#[source] AppendError),
     #[error("delete segments")]

@@ -56,6 +56,10 @@ pub enum Problem {
     JournalShort { end: u64, snapshot_commit: u64 },
     /// A partition's file.
     Partition(segment::check::Problem),
+    /// A partition directory the metadata does not hold: left by a delete that did not
+    /// finish (the server moves it to `orphaned/` at start), or, when the metadata holds no
+    /// change at all, data whose metadata was lost (the server refuses to start).
+    Orphaned { metadata_lost: bool },
 }
 
 impl Finding {
@@ -84,6 +88,19 @@ impl Finding {
                 "the journal does not continue its snapshot: restore both from one backup"
             }
             Problem::Partition(problem) => partition_repair(problem),
+            Problem::Orphaned {
+                metadata_lost: false,
+            } => {
+                "none needed: the server moves it to orphaned/ at start, where it can be read \
+                 or deleted"
+            }
+            Problem::Orphaned {
+                metadata_lost: true,
+            } => {
+                "restore metadata/ from a backup, or start the server once with \
+                 --accept-metadata-loss to begin with empty metadata, this data moved to \
+                 orphaned/"
+            }
         }
     }
 }
@@ -95,7 +112,16 @@ pub async fn check_directory(root: &Path) -> Vec<Finding> {
 
 /// Checks the data directory `root` on `storage`: the metadata, then every partition.
 pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<Finding> {
-    let mut findings = check_metadata(storage, &metadata_directory(root)).await;
+    let (mut findings, metadata) = check_metadata(storage, &metadata_directory(root)).await;
+    if let Some(metadata) = metadata {
+        let metadata_lost = metadata.commit == 0;
+        let orphans = crate::data::find_orphans(storage, root, &metadata).await;
+        findings.extend(orphans.into_iter().map(|path| Finding {
+            path,
+            position: 0,
+            problem: Problem::Orphaned { metadata_lost },
+        }));
+    }
     let partitions = segment::check::check_partitions(storage, root).await;
     findings.extend(partitions.into_iter().map(|found| Finding {
         path: found.path,
@@ -105,8 +131,12 @@ pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<F
     findings
 }
 
-/// The snapshot and the journal of `directory`, decoded and replayed as start-up would.
-async fn check_metadata<S: Storage>(storage: &S, directory: &Path) -> Vec<Finding> {
+/// The snapshot and the journal of `directory`, decoded and replayed as start-up would; the
+/// metadata they hold when they hold one.
+async fn check_metadata<S: Storage>(
+    storage: &S,
+    directory: &Path,
+) -> (Vec<Finding>, Option<Metadata>) {
     let mut findings = Vec::new();
     let snapshot_path = directory.join(SNAPSHOT_FILE);
     let snapshot = match read_if_present(storage, &snapshot_path).await {
@@ -129,9 +159,10 @@ async fn check_metadata<S: Storage>(storage: &S, directory: &Path) -> Vec<Findin
         Ok(bytes) => bytes.unwrap_or_default(),
         Err(found) => {
             findings.push(found);
-            return findings;
+            return (findings, None);
         }
     };
+    let mut metadata = None;
     match replay(&bytes, &journal_path) {
         Ok(replayed) => {
             if let Some(damage) = replayed.torn {
@@ -143,14 +174,15 @@ async fn check_metadata<S: Storage>(storage: &S, directory: &Path) -> Vec<Findin
                 let commit = snapshot.commit;
                 let recovered = reaches_snapshot(&replayed, commit, &journal_path)
                     .and_then(|()| recover(snapshot, &replayed, &journal_path));
-                if let Err(error) = recovered {
-                    findings.push(journal_finding(error));
+                match recovered {
+                    Ok(recovered) => metadata = Some(recovered),
+                    Err(error) => findings.push(journal_finding(error)),
                 }
             }
         }
         Err(error) => findings.push(journal_finding(error)),
     }
-    findings
+    (findings, metadata)
 }
 
 /// The file's bytes, or `None` when it does not exist.
@@ -311,6 +343,16 @@ impl fmt::Display for Problem {
                  metadata changes after the snapshot are lost"
             ),
             Self::Partition(problem) => write!(f, "{problem}"),
+            Self::Orphaned {
+                metadata_lost: false,
+            } => write!(f, "a partition directory the metadata does not hold"),
+            Self::Orphaned {
+                metadata_lost: true,
+            } => write!(
+                f,
+                "a partition directory holding data, beside metadata that holds no change at \
+                 all: the metadata was lost"
+            ),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Entry points of the metadata fuzz targets (`fuzz/fuzz_targets/`: `journal_replay`,
-//! `metadata_op`, `metadata_snapshot`; and cluster mode's `cluster_op`) and their seeded
+//! `metadata_op`, `metadata_snapshot`, `partition_identity`; and cluster mode's
+//! `cluster_op`) and their seeded
 //! replay tests, which run the committed corpora on every `cargo test`.
 //!
 //! Each function takes arbitrary bytes and must never panic on them. What a decoder accepts
@@ -35,6 +36,19 @@ pub fn fuzz_op(bytes: &[u8]) {
     let again = decode_op(&encode_op(&op));
     assert_eq!(again.as_ref(), Ok(&op), "re-encoding changed the op");
     let _ = Metadata::default().apply(&op);
+}
+
+/// A partition directory's `partition.id` (`crate::data::identity`): what decodes encodes
+/// to the same bytes.
+pub fn fuzz_partition_identity(bytes: &[u8]) {
+    use crate::data::identity::Identity;
+    if let Some(identity) = Identity::decode(bytes) {
+        assert_eq!(
+            identity.encode().as_slice(),
+            bytes,
+            "re-encoding changed the bytes"
+        );
+    }
 }
 
 /// One replicated entry body of cluster mode (`crate::cluster`): the sync flag, then the op.

@@ -134,6 +134,8 @@ pub enum OpenError {
     Journal(#[from] JournalError),
     #[error("open the partitions")]
     Data(#[from] DataError),
+    #[error("partition directories the metadata does not hold")]
+    Orphans(#[from] crate::data::OrphanError),
 }
 
 impl Server {
@@ -278,6 +280,7 @@ impl Server {
         let directory = segment::layout::metadata_directory(&root);
         let accept_loss = info.accept_metadata_loss;
         let (journal, metadata) = Journal::open_with(&storage, &directory, accept_loss).await?;
+        crate::data::set_aside_orphans(&storage, &root, &metadata, accept_loss).await?;
         let sequencer = node.sequencer();
         let server = Self::for_shard_on(storage, info, metadata, root, node, sequencer);
         server.open_partitions().await?;

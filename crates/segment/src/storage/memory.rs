@@ -73,6 +73,45 @@ struct State {
 }
 
 impl State {
+    /// Moves a directory and everything under it (a rename of one directory entry: the files
+    /// keep their contents and durability; the move is not modelled as lost by a crash).
+    fn rename_directory(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.files.contains_key(to) || self.directories.contains(to) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            ));
+        }
+        let moved = |path: &Path| path.strip_prefix(from).ok().map(|rest| to.join(rest));
+        let files: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter(|path| path.starts_with(from))
+            .cloned()
+            .collect();
+        for path in files {
+            if let (Some(file), Some(target)) = (self.files.remove(&path), moved(&path)) {
+                self.files.insert(target, file);
+            }
+        }
+        let directories: Vec<PathBuf> = self
+            .directories
+            .iter()
+            .filter(|path| path.starts_with(from))
+            .cloned()
+            .collect();
+        for path in directories {
+            self.directories.remove(&path);
+            if let Some(target) = moved(&path) {
+                self.directories.insert(target);
+            }
+        }
+        for ancestor in to.ancestors().skip(1) {
+            self.directories.insert(ancestor.to_path_buf());
+        }
+        Ok(())
+    }
+
     /// Bytes of every file: its contents, or its reservation if larger.
     fn used_bytes(&self) -> u64 {
         self.files
@@ -316,6 +355,9 @@ impl Storage for MemoryStorage {
     async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.take_operation()?;
         let mut state = self.state.borrow_mut();
+        if state.directories.contains(from) {
+            return state.rename_directory(from, to);
+        }
         let mut file = state.files.remove(from).ok_or_else(|| not_found(from))?;
         let replaced = state.files.remove(to).and_then(|target| {
             // A target renamed in without a directory sync since hands its own origin on.
@@ -352,6 +394,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.take_operation()?;
         let mut state = self.state.borrow_mut();
         state.files.retain(|file, _| !file.starts_with(path));
         state

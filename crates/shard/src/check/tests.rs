@@ -41,12 +41,29 @@ fn stream_ops(count: u32) -> Vec<MetadataOp> {
         .collect()
 }
 
-/// A data directory with three journal ops and one partition of several records.
+/// Three streams, stream 0's topic 0 (one partition) created second.
+fn journal_ops() -> Vec<MetadataOp> {
+    let mut ops = stream_ops(3);
+    let topic = MetadataOp::CreateTopic {
+        stream_id: 0,
+        id: 0,
+        name: "topic".into(),
+        created_at: 9,
+        partitions_count: 1,
+        options: OptionsBlock::default(),
+        settings: crate::metadata::TopicSettings::default(),
+    };
+    ops.insert(1, topic);
+    ops
+}
+
+/// A data directory with four journal ops and the one partition they hold, of several
+/// records.
 fn written() -> MemoryStorage {
     let storage = MemoryStorage::new();
     let directory = metadata_directory(root());
     let (mut journal, mut metadata) = run(Journal::open(&storage, &directory)).unwrap();
-    for op in stream_ops(3) {
+    for op in journal_ops() {
         metadata.apply(&op).unwrap();
         run(journal.append(&op, &metadata)).unwrap();
     }
@@ -169,14 +186,15 @@ fn a_journal_that_does_not_continue_its_snapshot_is_reported() {
     for op in stream_ops(2) {
         metadata.apply(&op).unwrap();
     }
-    // A snapshot that claims commit 1 but already holds stream 1: the journal's second op
-    // (commit 2, creating stream 1) collides with it.
+    // A snapshot that claims commit 1 but already holds stream 1: the journal's third op
+    // (commit 3, creating stream 1) collides with it.
     metadata.commit = 1;
     storage.replace(&snapshot_path(root()), encode_snapshot(&metadata));
     let findings = check(&storage);
     assert_eq!(findings.len(), 1, "{findings:#?}");
-    let second_entry = encode_entry(&stream_ops(1)[0]).unwrap().len();
-    assert_eq!(findings[0].position, u64::try_from(second_entry).unwrap());
+    let ops = journal_ops();
+    let third_entry = encode_entry(&ops[0]).unwrap().len() + encode_entry(&ops[1]).unwrap().len();
+    assert_eq!(findings[0].position, u64::try_from(third_entry).unwrap());
     assert!(matches!(findings[0].problem, Problem::JournalReplay(_)));
 }
 
@@ -199,4 +217,33 @@ fn a_journal_that_ends_before_its_snapshot_is_reported() {
     };
     assert_eq!(findings[0].problem, expected);
     assert!(findings[0].repair().contains("--accept-metadata-loss"));
+}
+
+/// A partition directory the metadata does not hold is reported: as a leftover beside
+/// metadata with history, as lost metadata beside a journal with none.
+#[test]
+fn partition_directories_the_metadata_does_not_hold_are_reported() {
+    let storage = written();
+    let leftover = partition_directory(root(), 1, 0, 0);
+    run(storage.create_dir_all(&leftover)).unwrap();
+    let findings = check(&storage);
+    let expected = Finding {
+        path: leftover.clone(),
+        position: 0,
+        problem: Problem::Orphaned {
+            metadata_lost: false,
+        },
+    };
+    assert_eq!(findings, [expected]);
+    assert!(findings[0].repair().starts_with("none needed"));
+
+    storage.replace(&journal_path(root()), Vec::new());
+    let findings = check(&storage);
+    let paths: Vec<&Path> = findings.iter().map(|f| f.path.as_path()).collect();
+    let held = partition_directory(root(), 0, 0, 0);
+    assert_eq!(paths, [held.as_path(), leftover.as_path()]);
+    assert!(findings.iter().all(|finding| finding.problem
+        == Problem::Orphaned {
+            metadata_lost: true
+        }));
 }

@@ -18,8 +18,10 @@ mod fault_log;
 mod fetch;
 mod group_plane;
 mod groups;
+pub(crate) mod identity;
 pub mod leases;
 mod offsets;
+mod orphans;
 mod partition;
 mod poll;
 mod resolve;
@@ -33,6 +35,7 @@ pub use groups::{
     REBALANCING_TIMEOUT_US_DEFAULT, Revocation, assign,
 };
 pub use offsets::OffsetRequest;
+pub use orphans::{OrphanError, find as find_orphans, set_aside_all as set_aside_orphans};
 pub use partition::{
     AppendOutcome, GROUP_MAX, PartitionError, PartitionHandle, PartitionSpec, PartitionStats,
 };
@@ -61,8 +64,13 @@ use segment::storage::either::Either;
 use crate::clock::{Clock, SystemClock};
 use crate::metadata::{Metadata, MetadataOp, Topic};
 use crate::metrics::{Histogram, ShardMetrics, SyncObserver};
+use identity::{Claimed, Identity};
 
 pub use crate::disk::ShardStorage;
+
+/// Where, under the system path, a partition directory left by an earlier partition of the
+/// same ids goes (`identity.rs`).
+pub const ORPHANS: &str = "orphaned";
 
 /// One partition's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -478,7 +486,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     .join(stream_id.to_string())
                     .join("topics")
                     .join(id.to_string());
-                self.remove_directory(&topic).await.and(reconciled)
+                self.remove_deleted(&topic).await;
+                reconciled
             }
             MetadataOp::DeleteStream { id } => {
                 let reconciled = self.reconcile(metadata).await;
@@ -486,7 +495,8 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     return reconciled;
                 }
                 let stream = self.root.join("streams").join(id.to_string());
-                self.remove_directory(&stream).await.and(reconciled)
+                self.remove_deleted(&stream).await;
+                reconciled
             }
             MetadataOp::DeleteConsumerGroup {
                 stream_id,
@@ -686,7 +696,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 .filter(|(key, entry)| {
                     wanted
                         .get(key)
-                        .is_none_or(|(inc, _)| *inc != entry.incarnation)
+                        .is_none_or(|(identity, _)| identity.incarnation != entry.incarnation)
                 })
                 .map(|(key, entry)| (*key, entry.handle.clone()))
                 .collect()
@@ -694,23 +704,28 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         for (key, handle) in stale {
             self.partitions.borrow_mut().remove(&key);
             self.routes.pin().remove(&key);
-            handle
-                .close(true)
-                .await
-                .map_err(|source| DataError::Partition { key, source })?;
+            // The partition is gone from the metadata already: a directory the disk will not
+            // remove is never served again (`identity.rs`) and moves to `orphaned/` at the
+            // next start (`orphans.rs`), so the failure is logged and the rest reconciled.
+            if let Err(error) = handle.close(true).await {
+                log::error!(
+                    "partition {}/{}/{}: deleted, but its files could not be removed ({}); \
+                     they are moved to {ORPHANS}/ at the next start",
+                    key.stream_id,
+                    key.topic_id,
+                    key.partition_id,
+                    causes(&error)
+                );
+            }
         }
         let before = self.unopened.take();
         let mut failed = BTreeSet::new();
         let mut unopened = None;
-        for (key, (incarnation, spec)) in wanted {
+        for (key, (identity, spec)) in wanted {
             if self.partitions.borrow().contains_key(&key) {
                 continue;
             }
-            let observer = Arc::new(SyncObserver {
-                metrics: Arc::clone(&self.metrics),
-                clock: Arc::clone(&self.clock),
-            });
-            let handle = match PartitionHandle::open(self.storage.clone(), spec, observer).await {
+            let handle = match self.open_partition(key, identity, spec).await {
                 Ok(handle) => handle,
                 Err(source) => {
                     log::error!(
@@ -728,7 +743,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                     continue;
                 }
             };
-            self.serve_opened(key, incarnation, handle);
+            self.serve_opened(key, identity.incarnation, handle);
         }
         if self.place.is_leader() {
             self.reconcile_groups(metadata);
@@ -737,6 +752,36 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         self.unopened_retry.set(retry);
         self.unopened.replace(failed);
         unopened.map_or(Ok(()), Err)
+    }
+
+    /// Opens the partition `key` in its directory, once the directory is known to be its own
+    /// (`identity.rs`: one left by an earlier partition of the same ids is moved aside).
+    async fn open_partition(
+        &self,
+        key: PartitionKey,
+        identity: Identity,
+        spec: PartitionSpec,
+    ) -> Result<PartitionHandle, PartitionError> {
+        let orphans = self.root.join(ORPHANS);
+        let claimed = identity::claim(&self.storage, &spec.directory, identity, &orphans)
+            .await
+            .map_err(PartitionError::Claim)?;
+        if let Claimed::MovedAside(aside) = claimed {
+            log::warn!(
+                "partition {}/{}/{}: its directory held an earlier partition of the same ids \
+                 (a delete whose removal failed, or lost metadata); moved to {} and the \
+                 partition created empty",
+                key.stream_id,
+                key.topic_id,
+                key.partition_id,
+                aside.display()
+            );
+        }
+        let observer = Arc::new(SyncObserver {
+            metrics: Arc::clone(&self.metrics),
+            clock: Arc::clone(&self.clock),
+        });
+        PartitionHandle::open(self.storage.clone(), spec, observer).await
     }
 
     /// Routes requests for `key` to the partition just opened.
@@ -768,6 +813,22 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         Ok(())
     }
 
+    /// Removes the directory of a deleted stream or topic. The delete is committed whatever
+    /// happens here, so a removal that fails (a failing disk, a file that cannot be removed)
+    /// is logged, not answered: what it leaves is never served (`identity.rs`) and is moved
+    /// to `orphaned/` at the next start (`orphans.rs`).
+    async fn remove_deleted(&self, path: &Path) {
+        if let Err(error) = self.remove_directory(path).await {
+            log::error!(
+                "{}: the delete is committed but its directory could not be removed ({}); \
+                 it is moved to {}/ at the next start",
+                path.display(),
+                causes(&error),
+                ORPHANS
+            );
+        }
+    }
+
     async fn remove_directory(&self, path: &Path) -> Result<(), DataError> {
         if !self.storage.exists(path).await {
             return Ok(());
@@ -781,9 +842,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             })
     }
 
-    /// Every partition the metadata holds that this shard owns, with its incarnation and how
-    /// to open it.
-    fn wanted(&self, metadata: &Metadata) -> BTreeMap<PartitionKey, (u64, PartitionSpec)> {
+    /// Every partition the metadata holds that this shard owns, with its identity and how to
+    /// open it.
+    fn wanted(&self, metadata: &Metadata) -> BTreeMap<PartitionKey, (Identity, PartitionSpec)> {
         let mut wanted = BTreeMap::new();
         for (stream_id, topic_id, topic) in topics(metadata) {
             for partition in topic.partitions.values() {
@@ -795,7 +856,11 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
                 if !self.place.owns(key) {
                     continue;
                 }
-                wanted.insert(key, (partition.incarnation, self.spec(key, topic)));
+                let identity = Identity {
+                    incarnation: partition.incarnation,
+                    created_at: partition.created_at,
+                };
+                wanted.insert(key, (identity, self.spec(key, topic)));
             }
         }
         wanted

@@ -667,3 +667,140 @@ fn consecutive_streams_and_a_topics_partitions_spread_evenly_over_the_shards() {
         }
     }
 }
+
+/// A partition directory left by an earlier partition of the same ids (a delete whose
+/// removal failed, lost metadata) is moved aside, never served as the new partition's; the
+/// partition's own directory, and one made before directories recorded their partition, are
+/// opened with their messages.
+#[test]
+fn a_directory_left_by_an_earlier_partition_of_the_same_ids_is_moved_aside() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let first = metadata(1, &[]);
+        let data = plane(&storage);
+        data.open_all(&first).await.unwrap();
+        send(&data, &first, 5).await;
+        data.close().await.unwrap();
+        // The same metadata again: its own directory, its messages.
+        let data = plane(&storage);
+        data.open_all(&first).await.unwrap();
+        assert_eq!(data.totals(None, None).messages_count, 5);
+        data.close().await.unwrap();
+        // A directory without `partition.id` (an earlier build's) is adopted.
+        let directory = partition_directory(Path::new("/data"), 0, 0, 0);
+        storage
+            .remove_file(&directory.join("partition.id"))
+            .await
+            .unwrap();
+        let data = plane(&storage);
+        data.open_all(&first).await.unwrap();
+        assert_eq!(data.totals(None, None).messages_count, 5);
+        data.close().await.unwrap();
+        // A new partition with the same ids (another incarnation) starts empty.
+        let mut second = metadata(1, &[]);
+        let topic = second.streams.get_mut(&0).unwrap().topics.get_mut(&0);
+        topic.unwrap().partitions.get_mut(&0).unwrap().incarnation = 42;
+        let data = plane(&storage);
+        data.open_all(&second).await.unwrap();
+        assert_eq!(data.totals(None, None).partitions_count, 1);
+        assert_eq!(
+            data.totals(None, None).messages_count,
+            0,
+            "not the old messages"
+        );
+        let aside = Path::new("/data").join(ORPHANS).join("0-0-0-incarnation-1");
+        assert!(
+            storage.exists(&aside).await,
+            "the old directory is kept aside"
+        );
+        send(&data, &second, 2).await;
+        data.close().await.unwrap();
+        let data = plane(&storage);
+        data.open_all(&second).await.unwrap();
+        assert_eq!(data.totals(None, None).messages_count, 2);
+    });
+}
+
+/// At start, partition directories the metadata does not hold go to `orphaned/`; beside
+/// metadata with no history at all they stop the start, unless the loss is accepted.
+#[test]
+fn partition_directories_the_metadata_does_not_hold_are_set_aside_at_start() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let root = Path::new("/data");
+        let held = partition_directory(root, 0, 0, 0);
+        let leftovers = [
+            partition_directory(root, 0, 0, 5),
+            partition_directory(root, 3, 0, 0),
+        ];
+        for directory in leftovers.iter().chain([&held]) {
+            storage.create_dir_all(directory).await.unwrap();
+        }
+        let meta = metadata(1, &[]);
+        let moved = set_aside_orphans(&storage, root, &meta, false)
+            .await
+            .unwrap();
+        assert_eq!(moved, 2);
+        assert!(storage.exists(&held).await);
+        for leftover in &leftovers {
+            assert!(!storage.exists(leftover).await);
+        }
+        let orphans = storage.list_dir(&root.join(ORPHANS)).await.unwrap();
+        assert_eq!(orphans, ["0-0-5", "3-0-0"]);
+
+        let lost = Metadata::default();
+        let refused = set_aside_orphans(&storage, root, &lost, false).await;
+        assert!(matches!(
+            refused,
+            Err(OrphanError::MetadataLost { count: 1, .. })
+        ));
+        assert!(storage.exists(&held).await, "nothing moved when refused");
+        let moved = set_aside_orphans(&storage, root, &lost, true)
+            .await
+            .unwrap();
+        assert_eq!(moved, 1);
+        assert!(!storage.exists(&held).await);
+    });
+}
+
+/// A stream delete is committed before its directory goes: a removal the disk refuses is
+/// logged, not answered as a failure, and what it left is never served again.
+#[test]
+fn a_delete_whose_directory_cannot_be_removed_is_still_done() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let meta = metadata(1, &[]);
+        let data = plane(&storage);
+        data.open_all(&meta).await.unwrap();
+        send(&data, &meta, 3).await;
+        storage.fail_after(Some(0));
+        let mut gone = meta.clone();
+        gone.streams.clear();
+        let delete = MetadataOp::DeleteStream { id: 0 };
+        data.on_applied(&delete, &gone).await.unwrap();
+        assert_eq!(data.totals(None, None), Totals::default());
+        let leftover = partition_directory(Path::new("/data"), 0, 0, 0);
+        assert!(
+            storage.exists(&leftover).await,
+            "the refused removal left it"
+        );
+        storage.fail_after(None);
+        let mut again = metadata(1, &[]);
+        let topic = again.streams.get_mut(&0).unwrap().topics.get_mut(&0);
+        topic.unwrap().partitions.get_mut(&0).unwrap().incarnation = 9;
+        data.on_applied(
+            &MetadataOp::CreateStream {
+                id: 0,
+                name: "s".into(),
+                created_at: 0,
+                options: OptionsBlock::default(),
+            },
+            &again,
+        )
+        .await
+        .unwrap();
+        data.open_all(&again).await.unwrap();
+        assert_eq!(data.totals(None, None).partitions_count, 1);
+        assert_eq!(data.totals(None, None).messages_count, 0);
+    });
+}

@@ -207,6 +207,17 @@ fn replay_journal_replay() {
 }
 
 #[test]
+fn replay_partition_identity() {
+    use crate::data::identity::Identity;
+    let identity = Identity {
+        incarnation: 12,
+        created_at: 1_765_000_000_000_000,
+    };
+    let seeds = vec![identity.encode().to_vec()];
+    replay_target("partition_identity", seeds, fuzz_partition_identity);
+}
+
+#[test]
 fn replay_metadata_op() {
     let seeds = op_seeds().iter().map(encode_op).collect();
     replay_target("metadata_op", seeds, fuzz_op);
