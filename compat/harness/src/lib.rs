@@ -163,6 +163,16 @@ impl Server {
         self.spawn(false);
     }
 
+    /// As [`Server::start_again`], with `arguments` added to this start only.
+    pub fn start_again_with(&mut self, arguments: &[&str]) {
+        assert!(self.child.is_none(), "the server is still running");
+        let kept = self.extra_args.clone();
+        self.extra_args
+            .extend(arguments.iter().map(|argument| (*argument).to_owned()));
+        self.spawn(false);
+        self.extra_args = kept;
+    }
+
     /// The last lines the server wrote to stdout and stderr, for failure messages.
     pub fn log_tail(&self) -> String {
         let mut text = String::new();

@@ -660,3 +660,79 @@ fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
     });
     partition_logs_converge(&cluster);
 }
+
+/// A stopped backup's superblock removed, its log kept: the node must not format a new,
+/// empty replica beside the log (it would vote as if it had acknowledged nothing, and a
+/// view change could lose committed ops); it recovers from the other two. Then both
+/// backups restarted with `--recover` on intact data: the flag is ignored, so they come
+/// back normal instead of each waiting for the other's recovery. Last, a damaged superblock
+/// is recovered the same way.
+#[test]
+fn a_lost_or_damaged_superblock_recovers_and_recover_on_intact_data_is_ignored() {
+    let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
+    let addresses = cluster.tcp_addresses();
+    run(async {
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            ..TopicCreateOptions::default()
+        };
+        let client = connected_with_topic(&addresses[1], &options).await;
+        send_batches(&client, 0, 20, 1000).await;
+    });
+    partition_logs_converge(&cluster);
+    cluster.nodes[2].kill();
+    let superblock = cluster.nodes[2]
+        .data_path()
+        .join("cluster")
+        .join("superblock.vsr");
+    std::fs::remove_file(&superblock).expect("remove node 2's superblock");
+    cluster.nodes[2].start_again();
+    assert!(
+        cluster.nodes[2].log_shows_within("superblock is missing", Duration::from_secs(10)),
+        "node 2 does not report its missing superblock\n{}",
+        cluster.nodes[2].log_tail()
+    );
+    run(async {
+        let client = connect(&addresses[0]).await;
+        send_batches(&client, 200, 10, 1000).await;
+    });
+    partition_logs_converge(&cluster);
+    for node in [1, 2] {
+        cluster.nodes[node].kill();
+    }
+    for node in [1, 2] {
+        cluster.nodes[node].start_again_with(&["--recover"]);
+    }
+    for node in [1, 2] {
+        assert!(
+            cluster.nodes[node].log_shows_within("--recover ignored", Duration::from_secs(10)),
+            "node {node} recovers intact data\n{}",
+            cluster.nodes[node].log_tail()
+        );
+    }
+    run(async {
+        let client = connect(&addresses[0]).await;
+        send_batches(&client, 300, 10, 1000).await;
+    });
+    partition_logs_converge(&cluster);
+    // A flipped byte in a superblock: that node recovers too, rather than refusing to start.
+    cluster.nodes[1].kill();
+    let superblock = cluster.nodes[1]
+        .data_path()
+        .join("cluster")
+        .join("superblock.vsr");
+    let mut bytes = std::fs::read(&superblock).expect("node 1's superblock");
+    bytes[30] ^= 0x01;
+    std::fs::write(&superblock, &bytes).expect("flip a byte");
+    cluster.nodes[1].start_again();
+    assert!(
+        cluster.nodes[1].log_shows_within("superblock is damaged", Duration::from_secs(10)),
+        "node 1 does not report its damaged superblock\n{}",
+        cluster.nodes[1].log_tail()
+    );
+    run(async {
+        let client = connect(&addresses[0]).await;
+        send_batches(&client, 400, 10, 1000).await;
+    });
+    partition_logs_converge(&cluster);
+}

@@ -241,7 +241,10 @@ fn partitions_created_on_a_full_disk_are_served_once_space_returns() {
                 ..TopicCreateOptions::default()
             };
             let result = root.create_topic(&id("full"), &name, &options).await;
-            println!("create {name} on the full disk: {:?}", result.as_ref().map(drop));
+            println!(
+                "create {name} on the full disk: {:?}",
+                result.as_ref().map(drop)
+            );
             if matches!(root.get_topic(&id("full"), &id(&name)).await, Ok(Some(_))) {
                 created.push(name);
             }

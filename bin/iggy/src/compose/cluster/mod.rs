@@ -215,25 +215,11 @@ async fn open_replica(
         path: directory.clone(),
         source,
     };
-    let mut superblock = wal::superblock(&directory).map_err(log_error)?;
-    if let Some(superblock) = &superblock
-        && (superblock.cluster != cluster || superblock.replica != id)
-    {
-        return Err(ClusterError::Foreign {
-            path: directory,
-            found: superblock.replica,
-        });
-    }
-    let record_max = record_bound(start.frame_size_max);
-    if let Some(damage) = wal::find_damage(&directory, record_max).map_err(log_error)? {
-        superblock = Some(recover_from_damage(
-            &directory, superblock, cluster, id, damage,
-        )?);
-    }
+    let (superblock, recover) = checked_superblock(start, &directory, cluster)?;
     let config = replica_config(start.settings);
     let mut out = Outbox::new();
     let mut reader = wal::LogReader::open(&directory).map_err(log_error)?;
-    let replica = match (&superblock, start.recover) {
+    let replica = match (&superblock, recover) {
         (Some(superblock), false) if !superblock.recovering => {
             // The ops the log proves committed are applied as they are read; only the
             // last pipeline of them stays in memory for the replica.
@@ -272,28 +258,88 @@ async fn open_replica(
     Ok((replica, wal, out))
 }
 
-/// A log damaged inside (bytes flipped or lost before an intact later record): entries this
-/// replica acknowledged may be gone, and a replica that votes without them can lose a
-/// committed op in a view change. So it becomes a recovering replica, as one whose disk was
-/// lost: the superblock is marked first (a crash from here on recovers again), then the log
-/// is emptied and rebuilt from the others, and the node votes only once it has caught up.
+/// The superblock of `directory` after the start-up checks, and whether the replica is to
+/// recover: a damaged superblock, one missing beside a log, or a log damaged inside makes
+/// it a recovering replica ([`recover_from_damage`]); `--recover` on intact data is
+/// ignored.
+fn checked_superblock(
+    start: &ClusterStart<'_>,
+    directory: &Path,
+    cluster: u128,
+) -> Result<(Option<vsr::journal::Superblock>, bool), ClusterError> {
+    let id = start.replica_id;
+    let log_error = |source| ClusterError::Log {
+        path: directory.to_owned(),
+        source,
+    };
+    let mut superblock = match wal::superblock(directory) {
+        Ok(superblock) => superblock,
+        Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
+            let why = format!("its superblock is damaged ({error})");
+            Some(recover_from_damage(directory, None, cluster, id, &why)?)
+        }
+        Err(error) => return Err(log_error(error)),
+    };
+    if let Some(superblock) = &superblock
+        && (superblock.cluster != cluster || superblock.replica != id)
+    {
+        return Err(ClusterError::Foreign {
+            path: directory.to_owned(),
+            found: superblock.replica,
+        });
+    }
+    if superblock.is_none() && wal::log_size(directory).map_err(log_error)? > 0 {
+        // The superblock is written before the first entry: a log without one lost it,
+        // and with it the views this replica voted in.
+        let why = "its superblock is missing beside its log";
+        superblock = Some(recover_from_damage(directory, None, cluster, id, why)?);
+    }
+    let record_max = record_bound(start.frame_size_max);
+    if let Some(damage) = wal::find_damage(directory, record_max).map_err(log_error)? {
+        let why = format!(
+            "its log is damaged at op {} (byte {}) with intact records after it",
+            damage.op, damage.offset
+        );
+        superblock = Some(recover_from_damage(
+            directory, superblock, cluster, id, &why,
+        )?);
+    }
+    let mut recover = start.recover;
+    if recover
+        && superblock.is_some_and(|superblock| !superblock.recovering)
+        && wal::log_size(directory).map_err(log_error)? > 0
+    {
+        // `--recover` is for a node that lost its data: one whose log and superblock are
+        // intact opens them (the checks above found no damage), or two nodes restarted
+        // with it would wait for each other's recovery forever.
+        log::warn!(
+            "cluster: replica {id}: --recover ignored: {} holds an intact log and superblock \
+             (remove that directory first to rebuild this node from the others)",
+            directory.display()
+        );
+        recover = false;
+    }
+    Ok((superblock, recover))
+}
+
+/// A log damaged inside (bytes flipped or lost before an intact later record), or a
+/// superblock damaged or lost beside a log: entries this replica acknowledged, or the views
+/// it voted in, may be gone, and a replica that votes without them can lose a committed op
+/// in a view change. So it becomes a recovering replica, as one whose disk was lost: the
+/// superblock is marked first (a crash from here on recovers again), then the log is
+/// emptied and rebuilt from the others, and the node votes only once it has caught up.
 fn recover_from_damage(
     directory: &Path,
     superblock: Option<vsr::journal::Superblock>,
     cluster: u128,
     id: u8,
-    damage: wal::Damage,
+    why: &str,
 ) -> Result<vsr::journal::Superblock, ClusterError> {
     let log_error = |source| ClusterError::Log {
         path: directory.to_owned(),
         source,
     };
-    log::error!(
-        "cluster: replica {id}'s log is damaged at op {} (byte {}) with intact records after \
-         it; it recovers its log from the other replicas",
-        damage.op,
-        damage.offset
-    );
+    log::error!("cluster: replica {id}: {why}; it recovers its log from the other replicas");
     let marked = vsr::journal::Superblock {
         recovering: true,
         ..superblock.unwrap_or(vsr::journal::Superblock {

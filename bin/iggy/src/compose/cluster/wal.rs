@@ -150,9 +150,21 @@ fn memchr_magic(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
         .map(|(index, _)| index)
 }
 
-/// Empties the log of `directory` (synced): a damaged log is rebuilt from the other replicas.
+/// Bytes in the log file of `directory` (0 when there is none).
+pub(crate) fn log_size(directory: &Path) -> io::Result<u64> {
+    match std::fs::metadata(directory.join(LOG_FILE)) {
+        Ok(metadata) => Ok(metadata.len()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(error) => Err(error),
+    }
+}
+
+/// Empties the log of `directory` (synced; made empty if there is none): a damaged log is
+/// rebuilt from the other replicas.
 pub(crate) fn discard_log(directory: &Path) -> io::Result<()> {
     let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
         .write(true)
         .open(directory.join(LOG_FILE))?;
     file.set_len(0)?;
