@@ -549,13 +549,10 @@ fn reads_verify_message_checksums_when_validate_checksum_is_on() {
     let stopped = read_after(true, payload).unwrap();
     assert_eq!(offsets(&stopped), [0, 1]);
     assert_eq!(stopped.damage, Some((log_path(0), RECORD_BYTES as u64)));
-    // A read that starts at the damaged record has nothing to serve: refused.
-    let refused = read_after_from(true, payload, ReadStart::Offset(2)).unwrap_err();
-    assert!(
-        matches!(&refused, ReadError::Corrupt { path, position, .. }
-            if *path == log_path(0) && *position == RECORD_BYTES as u64),
-        "{refused}"
-    );
+    // A read that starts at the damaged record skips it as a gap and names the damage.
+    let skipped = read_after_from(true, payload, ReadStart::Offset(2)).unwrap();
+    assert_eq!(offsets(&skipped), [4, 5]);
+    assert_eq!(skipped.damage, Some((log_path(0), RECORD_BYTES as u64)));
     let served = read_after(false, payload).unwrap();
     assert_eq!(served.messages_count, 6, "off: payloads are not checked");
     assert_eq!(served.last_offset, Some(5));
@@ -606,8 +603,11 @@ fn damage_a_read_finds_behind_trusted_indexes_is_served_up_to_and_quarantines() 
     );
     let (path, position) = read.damage.clone().expect("the read reports the damage");
     assert_eq!((path, position), (log_path(0), RECORD_BYTES as u64));
-    let at_damage = run(log.read(ReadStart::Offset(2), 10, u64::MAX));
-    assert!(matches!(at_damage, Err(ReadError::Corrupt { .. })));
+    // A read starting at the damage skips its offsets as a gap (FORMAT.md §7), so a
+    // consumer is not stopped there for good; the damage is reported again.
+    let at_damage = run(log.read(ReadStart::Offset(2), 10, u64::MAX)).unwrap();
+    assert_eq!(offsets(&at_damage), (4..14).collect::<Vec<u64>>());
+    assert_eq!(at_damage.damage, Some((log_path(0), RECORD_BYTES as u64)));
     run(log.quarantine_found(log_path(0), RECORD_BYTES as u64));
     assert!(log.refuses_appends());
     assert!(matches!(refused(&mut log), AppendError::Quarantined { .. }));

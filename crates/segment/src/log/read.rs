@@ -2,8 +2,9 @@
 //! message count and a byte budget. Every record read from disk is validated before it is
 //! returned: its layout and batch checksum always (so the offsets and lengths a read relies
 //! on are the ones written), every message checksum too with
-//! [`LogConfig::validate_checksum`](super::LogConfig). A record that fails is refused with
-//! [`ReadError::Corrupt`], never served.
+//! [`LogConfig::validate_checksum`](super::LogConfig). A record that fails is never served:
+//! a read ends before it, or skips it as a gap when it starts there ([`ReadError::Corrupt`]
+//! only when even that fails).
 
 use std::path::PathBuf;
 
@@ -42,8 +43,9 @@ pub struct Records {
     /// The byte budget, not the count or the end of the log, ended the read: waiting for
     /// more messages cannot make this reply bigger.
     pub byte_budget_reached: bool,
-    /// The read stopped at a damaged record (its file and byte) after the valid records
-    /// before it: those are returned, the damage is the caller's to quarantine.
+    /// The read met a damaged record (its file and byte): it stopped there after the valid
+    /// records before it, or, starting at it, skipped its offsets as a gap; the damage is
+    /// the caller's to quarantine.
     pub damage: Option<(PathBuf, u64)>,
 }
 
@@ -69,27 +71,53 @@ impl<S: Storage> PartitionLog<S> {
         } else {
             Integrity::LayoutOnly
         };
-        for segment in &self.segments[first_segment..] {
-            if records.messages_count >= count || segment.is_empty() {
+        let (mut index, mut skipped) = (first_segment, 0);
+        while let Some(segment) = self.segments.get(index) {
+            if records.messages_count >= count {
+                break;
+            }
+            if segment.is_empty() {
+                index += 1;
                 continue;
             }
             let want = (count, max_bytes);
-            let read = read_segment(segment, &mut cursor, want, integrity, &mut records).await;
-            if let Err(ReadError::Corrupt {
-                path,
-                position,
-                source,
-            }) = &read
-            {
-                log::error!(
-                    "partition {}: the stored record at byte {position} of {} is invalid \
-                     ({source}); reads of it are refused",
-                    self.directory.display(),
-                    path.display()
-                );
-            }
-            if read? {
-                break;
+            match read_segment(segment, &mut cursor, want, integrity, &mut records).await {
+                Ok(true) => break,
+                Ok(false) => index += 1,
+                // Only a read that has nothing yet fails (records before damage are served
+                // and end it): the damaged record is skipped as a gap, as FORMAT.md §7
+                // promises, so consumers are not stopped at it for good. A read skips at
+                // most `SKIPPED_RECORDS_MAX` records, so one over a ruined segment stays
+                // bounded.
+                Err(ReadError::Corrupt {
+                    path,
+                    position,
+                    source,
+                }) => {
+                    let next =
+                        skip_past(segment, position).filter(|_| skipped < SKIPPED_RECORDS_MAX);
+                    log::error!(
+                        "partition {}: the stored record at byte {position} of {} is invalid \
+                         ({source}); reads skip its offsets {cursor}..{}",
+                        self.directory.display(),
+                        path.display(),
+                        next.map_or_else(|| "?".to_owned(), |next| next.to_string())
+                    );
+                    let Some(next) = next else {
+                        return Err(ReadError::Corrupt {
+                            path,
+                            position,
+                            source,
+                        });
+                    };
+                    skipped += 1;
+                    records.damage = Some((path, position));
+                    cursor = next;
+                    if next >= segment.next_offset {
+                        index += 1;
+                    }
+                }
+                Err(other) => return Err(other),
             }
         }
         Ok(records)
@@ -135,6 +163,25 @@ impl<S: Storage> PartitionLog<S> {
         let entry = segment.entries[lookup_time(&segment.entries, time)?];
         Some(segment.start_offset + u64::from(entry.relative_offset))
     }
+}
+
+/// Damaged records one read skips before it gives up with the error.
+const SKIPPED_RECORDS_MAX: u32 = 64;
+
+/// The first offset after the record that starts at byte `position` of `segment`, from its
+/// index (`None` when no indexed record starts there).
+fn skip_past<F>(segment: &Segment<F>, position: u64) -> Option<u64> {
+    let at = segment
+        .entries
+        .binary_search_by_key(&position, |entry| u64::from(entry.position))
+        .ok()?;
+    let next = segment
+        .entries
+        .get(at + 1)
+        .map_or(segment.next_offset, |entry| {
+            segment.start_offset + u64::from(entry.relative_offset)
+        });
+    Some(next)
 }
 
 /// Reads records of one segment from `cursor` on; returns `true` once the count or byte

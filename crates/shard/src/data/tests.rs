@@ -544,7 +544,7 @@ fn a_quarantined_partition_refuses_sends_while_its_sibling_serves() {
 }
 
 #[test]
-fn a_stored_record_that_fails_its_checksums_is_refused_when_validate_checksum_is_on() {
+fn a_stored_record_that_fails_its_checksums_is_never_served_when_validate_checksum_is_on() {
     for validate_checksum in [true, false] {
         let storage = MemoryStorage::new();
         runtime().block_on(async {
@@ -559,15 +559,14 @@ fn a_stored_record_that_fails_its_checksums_is_refused_when_validate_checksum_is
             storage.replace(&log, bytes);
             let selector = poll_selector(ConsumerKind::Consumer, Some(0), 100);
             let plan = plane.plan_poll(&meta, &request(&selector, 1)).unwrap();
-            match plane.poll(&plan).await {
-                Ok(polled) => {
-                    assert!(!validate_checksum, "served though checked");
-                    assert_eq!(polled.records.messages_count, 2);
-                }
-                Err(error) => {
-                    assert!(validate_checksum, "refused though unchecked: {error}");
-                    assert_eq!(error.refusal(), Refusal::Storage(StorageFault::CannotRead));
-                }
+            let polled = plane.poll(&plan).await.unwrap();
+            if validate_checksum {
+                // Never served: skipped as a gap, and the partition quarantined.
+                assert_eq!(polled.records.messages_count, 0, "served though checked");
+                assert_eq!(plane.quarantined(), [key(0)]);
+            } else {
+                assert_eq!(polled.records.messages_count, 2);
+                assert!(plane.quarantined().is_empty());
             }
         });
     }
