@@ -43,6 +43,11 @@ pub enum Problem {
     Log(StopReason),
     /// The segment starts below the offset the segment before it ends at.
     Overlap { previous_next_offset: u64 },
+    /// An index file whose segment has no `.log`: the segment's records are gone.
+    LogMissing,
+    /// `partition.state` says the partition closed cleanly at `recorded`, but its segments
+    /// end at `found`: records after that were lost since (a file cut or removed).
+    RecordsLost { recorded: u64, found: u64 },
     /// An index file of the segment is missing.
     IndexMissing,
     /// The index file ends in a partial entry.
@@ -87,7 +92,7 @@ pub async fn check_partitions<S: Storage>(storage: &S, root: &Path) -> Vec<Findi
 /// One partition directory, checked.
 pub async fn check_partition<S: Storage>(storage: &S, directory: &Path) -> Vec<Finding> {
     let mut findings = Vec::new();
-    check_state(storage, directory, &mut findings).await;
+    let state = check_state(storage, directory, &mut findings).await;
     let names = match storage.list_dir(directory).await {
         Ok(names) => names,
         Err(error) => {
@@ -96,17 +101,20 @@ pub async fn check_partition<S: Storage>(storage: &S, directory: &Path) -> Vec<F
         }
     };
     let starts = segment_starts(&names);
+    check_orphan_indexes(directory, &names, &starts, &mut findings);
     let last = starts.last().copied();
     let mut previous_next_offset = None;
+    let mut last_whole = true;
     for start in starts {
         let paths = SegmentPaths::new(directory, start);
-        if let Some(previous_next_offset) = previous_next_offset
-            && start < previous_next_offset
-        {
-            let problem = Problem::Overlap {
-                previous_next_offset,
-            };
-            findings.push(finding(&paths.log, 0, problem));
+        match previous_next_offset {
+            Some(previous_next_offset) if start < previous_next_offset => {
+                let problem = Problem::Overlap {
+                    previous_next_offset,
+                };
+                findings.push(finding(&paths.log, 0, problem));
+            }
+            _ => {}
         }
         let Some(scanned) = check_log(storage, &paths, start, &mut findings).await else {
             continue;
@@ -114,23 +122,67 @@ pub async fn check_partition<S: Storage>(storage: &S, directory: &Path) -> Vec<F
         let active = Some(start) == last;
         check_indexes(storage, &paths, &scanned, active, &mut findings).await;
         previous_next_offset = Some(scanned.next_offset);
+        last_whole = scanned.stop == StopReason::End;
+    }
+    // A last log that stops early is reported above; one whole that ends before what a
+    // clean close recorded lost records since.
+    if let Some(state) = state
+        && state.clean
+        && last_whole
+        && state.next_offset > previous_next_offset.unwrap_or(0)
+    {
+        let problem = Problem::RecordsLost {
+            recorded: state.next_offset,
+            found: previous_next_offset.unwrap_or(0),
+        };
+        findings.push(finding(&state_path(directory), 0, problem));
     }
     check_offsets(storage, directory, &mut findings).await;
     findings
 }
 
-async fn check_state<S: Storage>(storage: &S, directory: &Path, findings: &mut Vec<Finding>) {
+/// Index files of segments that have no `.log`.
+fn check_orphan_indexes(
+    directory: &Path,
+    names: &[String],
+    starts: &[u64],
+    findings: &mut Vec<Finding>,
+) {
+    for name in names {
+        let stem = name
+            .strip_suffix(".index")
+            .or_else(|| name.strip_suffix(".timeindex"));
+        let Some(start) = stem.and_then(crate::format::parse_segment_stem) else {
+            continue;
+        };
+        if starts.binary_search(&start).is_err() {
+            findings.push(finding(&directory.join(name), 0, Problem::LogMissing));
+        }
+    }
+}
+
+/// Decodes `partition.state`: the state, when it is there and readable.
+async fn check_state<S: Storage>(
+    storage: &S,
+    directory: &Path,
+    findings: &mut Vec<Finding>,
+) -> Option<PartitionState> {
     let path = state_path(directory);
     if !storage.exists(&path).await {
-        return;
+        return None;
     }
     match read_file(storage, &path).await {
-        Ok(bytes) => {
-            if let Err(error) = PartitionState::decode(&bytes) {
+        Ok(bytes) => match PartitionState::decode(&bytes) {
+            Ok(state) => Some(state),
+            Err(error) => {
                 findings.push(finding(&path, 0, Problem::State(error)));
+                None
             }
+        },
+        Err(found) => {
+            findings.push(found);
+            None
         }
-        Err(found) => findings.push(found),
     }
 }
 
@@ -374,6 +426,15 @@ impl fmt::Display for Problem {
                 f,
                 "the segment starts below offset {previous_next_offset}, where the one before \
                  it ends"
+            ),
+            Self::LogMissing => write!(
+                f,
+                "an index whose segment has no .log: its records are gone"
+            ),
+            Self::RecordsLost { recorded, found } => write!(
+                f,
+                "closed cleanly at offset {recorded}, but the segments end at {found}: offsets \
+                 {found}..{recorded} were lost since (a .log cut or removed)"
             ),
             Self::IndexMissing => write!(f, "missing (rebuilt from the log at start-up)"),
             Self::IndexPartialEntry => write!(f, "ends in a partial entry"),

@@ -287,6 +287,14 @@ fn partition_repair(problem: &segment::check::Problem) -> &'static str {
         Partition::Overlap { .. } => {
             "two segments claim the same offsets: move the later one's three files aside"
         }
+        Partition::LogMissing => {
+            "restore the segment's .log from a backup; otherwise delete its .index and \
+             .timeindex: its offsets are served as a gap"
+        }
+        Partition::RecordsLost { .. } => {
+            "restore the cut or removed .log from a backup; otherwise none: the server does \
+             not give the lost offsets again, and serves them as a gap"
+        }
         Partition::IndexMissing
         | Partition::IndexPartialEntry
         | Partition::IndexMismatch { .. }

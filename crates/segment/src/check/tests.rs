@@ -240,3 +240,40 @@ fn a_sealed_log_that_lost_its_last_records_is_reported_against_the_log() {
         assert!(log.to_string().contains("lost after the seal"), "{log}");
     }
 }
+
+/// A removed `.log` is reported: a sealed one by the indexes it left, the active one after
+/// a clean close by `partition.state`, which recorded more offsets than the segments hold.
+#[test]
+fn removed_logs_are_reported() {
+    let storage = written();
+    run(storage.remove_file(&first_segment().log)).unwrap();
+    let findings = run(check_partition(&storage, &partition()));
+    let paths: Vec<&Path> = findings.iter().map(|f| f.path.as_path()).collect();
+    assert_eq!(
+        paths,
+        [
+            first_segment().index.as_path(),
+            first_segment().time_index.as_path()
+        ],
+        "{findings:#?}"
+    );
+    assert!(findings.iter().all(|f| f.problem == Problem::LogMissing));
+
+    let storage = written();
+    let names = run(storage.list_dir(&partition())).unwrap();
+    let starts = segment_starts(&names);
+    let active = SegmentPaths::new(&partition(), *starts.last().unwrap());
+    let state = PartitionState::decode(&storage.contents(&state_path(&partition())).unwrap());
+    let recorded = state.unwrap().next_offset;
+    for path in [&active.log, &active.index, &active.time_index] {
+        run(storage.remove_file(path)).unwrap();
+    }
+    let findings = run(check_partition(&storage, &partition()));
+    let found = *starts.last().unwrap();
+    let expected = Finding {
+        path: state_path(&partition()),
+        position: 0,
+        problem: Problem::RecordsLost { recorded, found },
+    };
+    assert_eq!(findings, [expected]);
+}

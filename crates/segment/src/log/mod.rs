@@ -121,7 +121,10 @@ impl<S: Storage> PartitionLog<S> {
             path: damage.path.clone(),
             position: damage.position,
         });
-        log_lost_offsets(directory, &state, log_next);
+        // An open log always has an active segment (one is made when none is found), so a
+        // cleanly closed partition without any segment lost all its records: named from 0.
+        let held = segments.last().map_or(0, |segment| segment.next_offset);
+        log_lost_offsets(directory, &state, held);
         let next_offset = if refusal.is_some() {
             log_next
         } else {

@@ -173,7 +173,24 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
         .list_dir(directory)
         .await
         .map_err(io("list", directory))?;
-    Ok(crate::format::segment_starts(&names))
+    let starts = crate::format::segment_starts(&names);
+    for name in &names {
+        let stem = name
+            .strip_suffix(".index")
+            .or_else(|| name.strip_suffix(".timeindex"));
+        if stem
+            .and_then(crate::format::parse_segment_stem)
+            .is_some_and(|start| starts.binary_search(&start).is_err())
+        {
+            // The index outlived its `.log`: that segment's records are gone, and the
+            // offsets it held are served as a gap.
+            log::error!(
+                "partition {}: {name} has no .log: the records of that segment are lost",
+                directory.display()
+            );
+        }
+    }
+    Ok(starts)
 }
 
 /// Opens one segment. The active one is always scanned in full; sealed ones are trusted when

@@ -241,6 +241,9 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     unopened_retry: Cell<Option<Retry>>,
     /// The partitions the last reconcile could not open.
     unopened: RefCell<BTreeSet<PartitionKey>>,
+    /// Start-up's [`Self::open_all`] is done: from then on a partition directory made anew
+    /// belongs to a partition just created, not to one whose directory went missing.
+    started: Cell<bool>,
 }
 
 /// The next try to open the partitions an open left closed.
@@ -330,6 +333,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             reconciling: futures_util::lock::Mutex::new(()),
             unopened_retry: Cell::new(None),
             unopened: RefCell::default(),
+            started: Cell::new(false),
         }
     }
 
@@ -439,10 +443,12 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// partition that cannot be opened (a full disk, no free file descriptor) is logged and
     /// left closed, so the others are served; [`Self::retry_unopened`] tries it again.
     pub async fn open_all(&self, metadata: &Metadata) -> Result<(), DataError> {
-        match self.reconcile(metadata).await {
+        let opened = match self.reconcile(metadata).await {
             Err(DataError::Partition { .. }) => Ok(()),
             other => other,
-        }
+        };
+        self.started.set(true);
+        opened
     }
 
     /// Tries again to open the partitions an earlier open left closed, once their retry is
@@ -766,6 +772,16 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let claimed = identity::claim(&self.storage, &spec.directory, identity, &orphans)
             .await
             .map_err(PartitionError::Claim)?;
+        if claimed == Claimed::Made && !self.started.get() {
+            log::warn!(
+                "partition {}/{}/{}: its directory was missing at start; created empty (the \
+                 messages it held, if any, are lost; a crash right after its creation \
+                 explains it too)",
+                key.stream_id,
+                key.topic_id,
+                key.partition_id
+            );
+        }
         if let Claimed::MovedAside(aside) = claimed {
             log::warn!(
                 "partition {}/{}/{}: its directory held an earlier partition of the same ids \
