@@ -25,9 +25,13 @@ Repairs, by file:
                           damage, sends refused): `truncate -s <offset>` the .log and delete
                           its .index and .timeindex, or move a sealed segment's three files
                           aside; the partition then opens, with offsets after the damage gone
-  .index, .timeindex      delete both; the server rebuilds them from the .log
+  .index, .timeindex      delete both; the server rebuilds them from the .log; beside no
+                          .log, that segment's records are gone: restore the .log, or delete
+                          them (its offsets are a gap)
   partition.state         unreadable: the server goes on from the segments without its offset
-                          reservation; restore it to keep that
+                          reservation; restore it to keep that; closed cleanly at more offsets
+                          than the segments hold: a .log was cut or removed since, restore it
+                          (otherwise the lost offsets are a gap, never given again)
   <id>.offset             delete it; the consumer stores its offset again
   streams/S/topics/T/partitions/P
                           a partition the metadata does not hold (a delete that did not
