@@ -28,7 +28,7 @@
 
 use std::future::{Future, poll_fn};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -356,6 +356,8 @@ impl PartitionHandle {
         on_change: impl Fn() + 'static,
         observer: Arc<dyn IoObserver>,
     ) -> Result<Self, PartitionError> {
+        // A purge cut short by a crash after its rename left the old files aside.
+        remove_purged(&storage, &spec.directory).await?;
         let (log, _) = PartitionLog::open(storage.clone(), &spec.directory, spec.log)
             .await
             .map_err(PartitionError::Open)?;
@@ -904,16 +906,34 @@ impl<S: Storage + Clone + 'static> Task<S> {
         Ok(deleted)
     }
 
-    /// Drops the log, removes the directory and opens a fresh, empty partition there. The
-    /// log is not closed cleanly first: its files are about to go, and a poisoned one would
-    /// refuse.
+    /// Drops the log, moves the directory aside in one rename and opens a fresh, empty
+    /// partition in its place, then removes what was moved. The log is not closed cleanly
+    /// first: its files are about to go, and a poisoned one would refuse. A crash leaves the
+    /// whole old directory (the purge not done) or the new one; never some of the old files,
+    /// which a removal cut short would leave to be served again.
     async fn purge(&mut self) -> Result<(), PartitionError> {
         drop(self.log.take());
         self.offsets.clear().await.map_err(PartitionError::Offset)?;
         self.shared.offsets.pin().clear();
         self.producers.clear();
         self.poison = None;
-        self.remove_directory().await?;
+        let directory = self.spec.directory.clone();
+        let aside = purging_path(&directory);
+        remove_purged(&self.storage, &directory).await?;
+        if self.storage.exists(&directory).await {
+            let moved = self.storage.rename(&directory, &aside).await;
+            moved.map_err(|source| PartitionError::Remove {
+                path: directory.clone(),
+                source,
+            })?;
+            if let Some(parent) = directory.parent() {
+                let synced = self.storage.sync_dir(parent).await;
+                synced.map_err(|source| PartitionError::Remove {
+                    path: directory.clone(),
+                    source,
+                })?;
+            }
+        }
         let (log, _) =
             PartitionLog::open(self.storage.clone(), &self.spec.directory, self.spec.log)
                 .await
@@ -924,6 +944,10 @@ impl<S: Storage + Clone + 'static> Task<S> {
         self.shared.stats.set(PartitionStats::of(&log));
         self.log = Some(log);
         (self.on_change)();
+        if let Err(error) = remove_purged(&self.storage, &directory).await {
+            // The partition is purged and serves; the next open removes what is left.
+            log::error!("{error}: {}", purging_path(&directory).display());
+        }
         Ok(())
     }
 
@@ -963,6 +987,28 @@ impl<S: Storage + Clone + 'static> Task<S> {
                 source,
             })
     }
+}
+
+/// Where a purge moves a partition's directory before removing it: `<directory>.purging`.
+fn purging_path(directory: &Path) -> PathBuf {
+    let mut name = directory.as_os_str().to_owned();
+    name.push(".purging");
+    PathBuf::from(name)
+}
+
+/// Removes what a purge of the partition in `directory` moved aside, if anything is left.
+async fn remove_purged<S: Storage>(storage: &S, directory: &Path) -> Result<(), PartitionError> {
+    let aside = purging_path(directory);
+    if !storage.exists(&aside).await {
+        return Ok(());
+    }
+    storage
+        .remove_dir_all(&aside)
+        .await
+        .map_err(|source| PartitionError::Remove {
+            path: aside,
+            source,
+        })
 }
 
 #[cfg(test)]

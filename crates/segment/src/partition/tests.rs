@@ -863,3 +863,42 @@ fn a_quarantined_partition_reads_refuses_appends_and_a_purge_starts_it_afresh() 
         handle.close(false).await.unwrap();
     });
 }
+
+/// A purge cut short at any step (the disk refusing every change from there on, as a crash
+/// would stop it) leaves the partition whole or empty when it opens again: never some of
+/// its old records, which a removal file by file could leave behind to be served again.
+#[test]
+fn a_purge_cut_short_at_any_step_leaves_all_or_nothing() {
+    for allowed in 0..24 {
+        let storage = MemoryStorage::new();
+        runtime().block_on(async {
+            let mut spec = spec(&directory(), Durability::Persisted);
+            // A segment per record: four segments' files to remove.
+            spec.log.segment_size_bytes = 1;
+            let handle = PartitionHandle::open(storage.clone(), spec.clone(), || {})
+                .await
+                .unwrap();
+            for _ in 0..4 {
+                handle.append(batch(2, None), 1_000, None).await.unwrap();
+            }
+            storage.fail_after(Some(allowed));
+            let purged = handle.purge().await;
+            storage.fail_after(None);
+            drop(handle);
+            let handle = PartitionHandle::open(storage.clone(), spec, || {})
+                .await
+                .unwrap();
+            let read = handle.read(ReadStart::First, 100, 1 << 20).await.unwrap();
+            assert!(
+                read.messages_count == 0 || read.messages_count == 8,
+                "after {allowed} changes ({purged:?}): {} messages",
+                read.messages_count
+            );
+            if purged.is_ok() {
+                assert_eq!(read.messages_count, 0, "after {allowed}: purged");
+            }
+            let aside = PathBuf::from("/data/streams/0/topics/0/partitions/0.purging");
+            assert!(!storage.exists(&aside).await, "after {allowed}: left aside");
+        });
+    }
+}

@@ -393,10 +393,20 @@ impl Storage for MemoryStorage {
             .ok_or_else(|| not_found(path))
     }
 
+    /// File by file, each removal a change of its own (as the real call unlinks one entry
+    /// at a time): a fault or crash part way leaves some of the files.
     async fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        let files: Vec<PathBuf> = {
+            let state = self.state.borrow();
+            let under = state.files.keys().filter(|file| file.starts_with(path));
+            under.cloned().collect()
+        };
+        for file in files {
+            self.take_operation()?;
+            self.state.borrow_mut().files.remove(&file);
+        }
         self.take_operation()?;
         let mut state = self.state.borrow_mut();
-        state.files.retain(|file, _| !file.starts_with(path));
         state
             .directories
             .retain(|directory| !directory.starts_with(path));
