@@ -225,9 +225,10 @@ async fn check_log<S: Storage>(
 }
 
 /// Compares both index files with the entries the scan derived from the log. The active
-/// (last) segment's files may end early, even in a partial entry: its entries reach them
-/// in bulk (threshold syncs, the seal, the close), so after a crash they lag the log, and
-/// start-up completes them from its scan. That is no problem; a disagreeing entry is.
+/// (last) segment's files may be missing or end early, even in a partial entry: its entries
+/// reach them in bulk (threshold syncs, the seal, the close), so after a crash they lag the
+/// log, and start-up completes them from its scan. That is no problem; a disagreeing entry
+/// is.
 async fn check_indexes<S: Storage>(
     storage: &S,
     paths: &SegmentPaths,
@@ -243,7 +244,11 @@ async fn check_indexes<S: Storage>(
     ];
     for (path, expected, entry_size) in files {
         if !storage.exists(path).await {
-            findings.push(finding(path, 0, Problem::IndexMissing));
+            // The active segment's files may not exist yet after a crash (a roll makes the
+            // `.log` first): start-up writes them from its scan, as it completes lagging ones.
+            if !active {
+                findings.push(finding(path, 0, Problem::IndexMissing));
+            }
             continue;
         }
         match read_file(storage, path).await {
@@ -332,6 +337,9 @@ async fn check_offsets<S: Storage>(storage: &S, directory: &Path, findings: &mut
         for name in names.iter().filter(|name| name.ends_with(".offset")) {
             let path = offsets.join(name);
             match read_file(storage, &path).await {
+                // Empty: made for a first store that a crash (or a full disk) cut short, so
+                // nothing was stored yet; the server reads it as no offset, as here.
+                Ok(bytes) if bytes.is_empty() => {}
                 Ok(bytes) if newest_slot(&bytes).is_none() => {
                     findings.push(finding(&path, 0, Problem::OffsetLost));
                 }

@@ -913,7 +913,9 @@ impl<S: Storage + Clone + 'static> Task<S> {
     /// which a removal cut short would leave to be served again.
     async fn purge(&mut self) -> Result<(), PartitionError> {
         drop(self.log.take());
-        self.offsets.clear().await.map_err(PartitionError::Offset)?;
+        // The stored offsets' files go with the directory, in the rename; deleting them
+        // first would let a crash before it keep the messages but lose the offsets. The
+        // table is reloaded from the fresh directory below.
         self.shared.offsets.pin().clear();
         self.producers.clear();
         self.poison = None;

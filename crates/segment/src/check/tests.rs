@@ -277,3 +277,20 @@ fn removed_logs_are_reported() {
     };
     assert_eq!(findings, [expected]);
 }
+
+/// What a crash leaves and start-up takes as it is is no problem: an empty offset file (a
+/// first store cut short) and the active segment's missing indexes (a roll cut short).
+#[test]
+fn crash_leftovers_start_up_takes_as_they_are_are_no_findings() {
+    let storage = written();
+    let offsets = partition().join("offsets").join("consumers");
+    run(storage.create_dir_all(&offsets)).unwrap();
+    let file = run(storage.open(&offsets.join("7.offset"), true)).unwrap();
+    drop(file);
+    let names = run(storage.list_dir(&partition())).unwrap();
+    let active = SegmentPaths::new(&partition(), *segment_starts(&names).last().unwrap());
+    for path in [&active.index, &active.time_index] {
+        run(storage.remove_file(path)).unwrap();
+    }
+    assert_eq!(run(check_partition(&storage, &partition())), []);
+}

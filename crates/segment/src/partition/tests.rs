@@ -865,8 +865,9 @@ fn a_quarantined_partition_reads_refuses_appends_and_a_purge_starts_it_afresh() 
 }
 
 /// A purge cut short at any step (the disk refusing every change from there on, as a crash
-/// would stop it) leaves the partition whole or empty when it opens again: never some of
-/// its old records, which a removal file by file could leave behind to be served again.
+/// would stop it) leaves the partition whole or empty when it opens again, its stored
+/// offsets with it: never some of its old records, which a removal file by file could leave
+/// behind to be served again, nor its records without their offsets.
 #[test]
 fn a_purge_cut_short_at_any_step_leaves_all_or_nothing() {
     for allowed in 0..24 {
@@ -881,6 +882,8 @@ fn a_purge_cut_short_at_any_step_leaves_all_or_nothing() {
             for _ in 0..4 {
                 handle.append(batch(2, None), 1_000, None).await.unwrap();
             }
+            let owner = OffsetOwner::Consumer(1);
+            handle.store_offset(owner, 5).await.unwrap();
             storage.fail_after(Some(allowed));
             let purged = handle.purge().await;
             storage.fail_after(None);
@@ -897,6 +900,10 @@ fn a_purge_cut_short_at_any_step_leaves_all_or_nothing() {
             if purged.is_ok() {
                 assert_eq!(read.messages_count, 0, "after {allowed}: purged");
             }
+            // The stored offset goes with the messages, or stays with them.
+            let stored = handle.stored_offset(owner);
+            let expected = (read.messages_count == 8).then_some(5);
+            assert_eq!(stored, expected, "after {allowed}: the stored offset");
             let aside = PathBuf::from("/data/streams/0/topics/0/partitions/0.purging");
             assert!(!storage.exists(&aside).await, "after {allowed}: left aside");
         });
