@@ -34,6 +34,8 @@ Repairs, by file:
                           (otherwise the lost offsets are a gap, never given again)
   <id>.offset             delete it; the consumer stores its offset again
   streams/S/topics/T/partitions/P
+                          missing for a partition the metadata holds: its data was removed
+                          (restore it; otherwise the server creates it empty at start);
                           a partition the metadata does not hold (a delete that did not
                           finish) needs nothing: the server moves it to orphaned/ at start;
                           beside metadata with no change at all, the metadata was lost and

@@ -56,6 +56,9 @@ pub enum Problem {
     JournalShort { end: u64, snapshot_commit: u64 },
     /// A partition's file.
     Partition(segment::check::Problem),
+    /// A partition the metadata holds has no directory: its data was removed (or a crash
+    /// came right after its creation); the server creates it empty at start.
+    PartitionMissing,
     /// A partition directory the metadata does not hold: left by a delete that did not
     /// finish (the server moves it to `orphaned/` at start), or, when the metadata holds no
     /// change at all, data whose metadata was lost (the server refuses to start).
@@ -88,6 +91,10 @@ impl Finding {
                 "the journal does not continue its snapshot: restore both from one backup"
             }
             Problem::Partition(problem) => partition_repair(problem),
+            Problem::PartitionMissing => {
+                "restore the directory from a backup; otherwise none: the server creates the \
+                 partition empty at start (offsets from 0)"
+            }
             Problem::Orphaned {
                 metadata_lost: false,
             } => {
@@ -121,6 +128,11 @@ pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<F
             position: 0,
             problem: Problem::Orphaned { metadata_lost },
         }));
+        for directory in partition_directories(root, &metadata) {
+            if !storage.exists(&directory).await {
+                findings.push(finding(&directory, 0, Problem::PartitionMissing));
+            }
+        }
     }
     let partitions = segment::check::check_partitions(storage, root).await;
     findings.extend(partitions.into_iter().map(|found| Finding {
@@ -129,6 +141,25 @@ pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<F
         problem: Problem::Partition(found.problem),
     }));
     findings
+}
+
+/// The directory of every partition `metadata` holds.
+fn partition_directories(root: &Path, metadata: &Metadata) -> Vec<PathBuf> {
+    let mut directories = Vec::new();
+    for (stream_id, stream) in &metadata.streams {
+        for (topic_id, topic) in &stream.topics {
+            for partition_id in topic.partitions.keys() {
+                let directory = segment::layout::partition_directory(
+                    root,
+                    *stream_id,
+                    *topic_id,
+                    *partition_id,
+                );
+                directories.push(directory);
+            }
+        }
+    }
+    directories
 }
 
 /// The snapshot and the journal of `directory`, decoded and replayed as start-up would; the
@@ -351,6 +382,7 @@ impl fmt::Display for Problem {
                  metadata changes after the snapshot are lost"
             ),
             Self::Partition(problem) => write!(f, "{problem}"),
+            Self::PartitionMissing => write!(f, "a partition the metadata holds has no directory"),
             Self::Orphaned {
                 metadata_lost: false,
             } => write!(f, "a partition directory the metadata does not hold"),

@@ -247,3 +247,18 @@ fn partition_directories_the_metadata_does_not_hold_are_reported() {
             metadata_lost: true
         }));
 }
+
+/// A partition the metadata holds without its directory is reported: its data was removed.
+#[test]
+fn a_partition_without_its_directory_is_reported() {
+    let storage = written();
+    let directory = partition_directory(root(), 0, 0, 0);
+    run(storage.remove_dir_all(&directory)).unwrap();
+    let findings = check(&storage);
+    let expected = Finding {
+        path: directory,
+        position: 0,
+        problem: Problem::PartitionMissing,
+    };
+    assert_eq!(findings, [expected]);
+}
