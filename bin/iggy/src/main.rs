@@ -108,28 +108,10 @@ fn main() -> ExitCode {
     if let Some(tail) = compose::log_tail() {
         logger::tail_to(tail);
     }
-    abort_on_panic();
     match start() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => failure(&error),
     }
-}
-
-/// Makes any panic end the server. A panic is a broken invariant, and the runtime catches a
-/// spawned task's panic and runs on without that task: a replica driver, a partition task or
-/// the metadata sequencer that died so would leave a process that accepts connections and
-/// answers pings but never again serves what that task did (found in cluster mode: logins
-/// hung on a node whose driver had asserted). Aborting lets a supervisor restart the node,
-/// and recovery runs; every acknowledged message is on disk by then.
-fn abort_on_panic() {
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        // The standard report (message, place) on stderr; not through the logger, whose
-        // lock the panicking thread may hold.
-        report(info);
-        eprintln!("aborting the server so that it restarts whole");
-        std::process::abort();
-    }));
 }
 
 /// Prints `error` and its causes, one per line, and gives the failing exit code.

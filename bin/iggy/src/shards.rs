@@ -161,10 +161,16 @@ fn run_thread(start: ShardStart, signals: Signals) {
             return;
         }
     };
-    // A shard that panics aborts the whole process (`main`'s panic hook), so a supervisor
-    // restarts it and recovery runs, rather than leaving its partitions unreachable while
-    // the rest serves on.
-    runtime.block_on(serve(start, signals));
+    // A shard that dies would leave its partitions unreachable while the rest serves on:
+    // stop the whole process instead, so a supervisor restarts it and recovery runs (every
+    // acknowledged message is on disk by then).
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(serve(start, signals));
+    }));
+    if served.is_err() {
+        log::error!("shard {index} panicked; aborting the server so it restarts whole");
+        std::process::abort();
+    }
 }
 
 async fn serve(start: ShardStart, signals: Signals) {

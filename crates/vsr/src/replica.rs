@@ -811,7 +811,9 @@ impl Replica {
         let added = entries.split_off(same);
         self.log.extend(added.iter().cloned());
         self.log_view = self.view;
-        if (unchanged && self.replacement.is_none())
+        // A recovering replica's view becomes durable only with the write below, after every
+        // write of the ops it fetched: until then it acknowledges nothing.
+        if (unchanged && self.replacement.is_none() && !self.recovering_disk)
             || self.config.is_broken(Break::LogViewBeforeLog)
         {
             self.log_view_durable = self.log_view;

@@ -198,7 +198,7 @@ pub(crate) async fn start(
     };
     // Published before any request is served, so none reads the status's defaults.
     driver.publish();
-    compio::runtime::spawn(driver.run(messages, submissions, out)).detach();
+    compio::runtime::spawn(abort_on_panic(driver.run(messages, submissions, out))).detach();
     Ok(())
 }
 
@@ -391,6 +391,22 @@ async fn start_bus(
     ))
     .detach();
     Ok((transport::replica::dial(bus), messages))
+}
+
+/// Runs the replica driver, ending the process if it panics. The runtime catches a spawned
+/// task's panic and runs on without the task: a node whose driver died (an assertion of the
+/// replica state machine) went on accepting connections and answering pings while every
+/// login and replicated request hung. Aborting lets a supervisor restart the node, which
+/// recovers from its log.
+async fn abort_on_panic<F: Future>(future: F) -> F::Output {
+    use futures_util::FutureExt;
+    match std::panic::AssertUnwindSafe(future).catch_unwind().await {
+        Ok(output) => output,
+        Err(_) => {
+            log::error!("cluster: the replica driver panicked; aborting so the node restarts");
+            std::process::abort()
+        }
+    }
 }
 
 fn random_u64() -> u64 {

@@ -34,11 +34,22 @@ pub(crate) struct Wal {
 }
 
 /// The superblock of `directory` (`None`: none yet, a node that never ran in this cluster).
+/// Bytes that are not an intact superblock (a wrong size or magic, a checksum mismatch)
+/// are `InvalidData`: damage. An intact one of another version, or with a field this build
+/// does not know, is `Unsupported`: another build's, which must not be taken for damage
+/// (recovering would discard the log).
 pub(crate) fn superblock(directory: &Path) -> io::Result<Option<Superblock>> {
+    use vsr::journal::SuperblockError;
     std::fs::create_dir_all(directory)?;
     match std::fs::read(directory.join(SUPERBLOCK_FILE)) {
         Ok(bytes) => Superblock::decode(&bytes).map(Some).map_err(|error| {
-            io::Error::new(io::ErrorKind::InvalidData, format!("superblock: {error}"))
+            let kind = match error {
+                SuperblockError::Version(_) | SuperblockError::Field => io::ErrorKind::Unsupported,
+                SuperblockError::Size(_) | SuperblockError::Magic | SuperblockError::Checksum => {
+                    io::ErrorKind::InvalidData
+                }
+            };
+            io::Error::new(kind, format!("superblock: {error}"))
         }),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(error),
