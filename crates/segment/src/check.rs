@@ -43,7 +43,8 @@ pub enum Problem {
     Log(StopReason),
     /// The segment starts below the offset the segment before it ends at.
     Overlap { previous_next_offset: u64 },
-    /// An index file whose segment has no `.log`: the segment's records are gone.
+    /// An index file whose segment has no `.log`: the segment's records are gone (a
+    /// deletion a crash cut short, which removes the `.log` first, or a removed file).
     LogMissing,
     /// `partition.state` says the partition closed cleanly at `recorded`, but its segments
     /// end at `found`: records after that were lost since (a file cut or removed).

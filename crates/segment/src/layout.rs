@@ -4,6 +4,10 @@ use std::path::{Path, PathBuf};
 
 use crate::format::segment_stem;
 
+/// The file in a partition directory naming the partition it was made for: written by the
+/// shard (`crates/shard/src/data/identity.rs`), opaque here, carried over by a purge.
+pub const IDENTITY_FILE: &str = "partition.id";
+
 /// The directory of one partition.
 pub fn partition_directory(
     root: &Path,

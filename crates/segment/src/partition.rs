@@ -357,7 +357,7 @@ impl PartitionHandle {
         observer: Arc<dyn IoObserver>,
     ) -> Result<Self, PartitionError> {
         // A purge cut short by a crash after its rename left the old files aside.
-        remove_purged(&storage, &spec.directory).await?;
+        remove_purged(&storage, &spec.directory).await;
         let (log, _) = PartitionLog::open(storage.clone(), &spec.directory, spec.log)
             .await
             .map_err(PartitionError::Open)?;
@@ -863,6 +863,11 @@ impl<S: Storage + Clone + 'static> Task<S> {
         owner: OffsetOwner,
         offset: u64,
     ) -> Result<(), PartitionError> {
+        // Without its log the partition is closed, or a purge failed after moving its
+        // directory aside: a store would land in files about to be removed.
+        if self.log.is_none() {
+            return Err(PartitionError::Closed);
+        }
         if self.offsets.is_full_for(owner) {
             return Err(PartitionError::OffsetsLimit);
         }
@@ -915,25 +920,25 @@ impl<S: Storage + Clone + 'static> Task<S> {
         drop(self.log.take());
         // The stored offsets' files go with the directory, in the rename; deleting them
         // first would let a crash before it keep the messages but lose the offsets. The
-        // table is reloaded from the fresh directory below.
+        // table is reloaded from the fresh directory below; until then stores are refused
+        // (the log is gone), so none lands in the directory moved aside.
         self.shared.offsets.pin().clear();
         self.producers.clear();
         self.poison = None;
         let directory = self.spec.directory.clone();
-        let aside = purging_path(&directory);
-        remove_purged(&self.storage, &directory).await?;
+        remove_purged(&self.storage, &directory).await;
+        let aside = free_purging_path(&self.storage, &directory).await;
         if self.storage.exists(&directory).await {
-            let moved = self.storage.rename(&directory, &aside).await;
-            moved.map_err(|source| PartitionError::Remove {
+            let removal = |source| PartitionError::Remove {
                 path: directory.clone(),
                 source,
-            })?;
+            };
+            self.storage
+                .rename(&directory, &aside)
+                .await
+                .map_err(removal)?;
             if let Some(parent) = directory.parent() {
-                let synced = self.storage.sync_dir(parent).await;
-                synced.map_err(|source| PartitionError::Remove {
-                    path: directory.clone(),
-                    source,
-                })?;
+                self.storage.sync_dir(parent).await.map_err(removal)?;
             }
         }
         let (log, _) =
@@ -946,10 +951,8 @@ impl<S: Storage + Clone + 'static> Task<S> {
         self.shared.stats.set(PartitionStats::of(&log));
         self.log = Some(log);
         (self.on_change)();
-        if let Err(error) = remove_purged(&self.storage, &directory).await {
-            // The partition is purged and serves; the next open removes what is left.
-            log::error!("{error}: {}", purging_path(&directory).display());
-        }
+        carry_identity(&self.storage, &aside, &directory).await;
+        remove_purged(&self.storage, &directory).await;
         Ok(())
     }
 
@@ -991,26 +994,68 @@ impl<S: Storage + Clone + 'static> Task<S> {
     }
 }
 
-/// Where a purge moves a partition's directory before removing it: `<directory>.purging`.
-fn purging_path(directory: &Path) -> PathBuf {
-    let mut name = directory.as_os_str().to_owned();
-    name.push(".purging");
-    PathBuf::from(name)
+/// The names a purge moves a partition's directory to before removing it:
+/// `<directory>.purging`, numbered (`.purging-2` …) while an earlier one could not be removed.
+fn is_purging_name(directory: &Path, name: &str) -> bool {
+    let Some(own) = directory.file_name().and_then(|own| own.to_str()) else {
+        return false;
+    };
+    name.strip_prefix(own)
+        .and_then(|rest| rest.strip_prefix(".purging"))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
 }
 
-/// Removes what a purge of the partition in `directory` moved aside, if anything is left.
-async fn remove_purged<S: Storage>(storage: &S, directory: &Path) -> Result<(), PartitionError> {
-    let aside = purging_path(directory);
-    if !storage.exists(&aside).await {
-        return Ok(());
+/// A free name to move `directory` to for a purge.
+async fn free_purging_path<S: Storage>(storage: &S, directory: &Path) -> PathBuf {
+    let mut name = directory.as_os_str().to_owned();
+    name.push(".purging");
+    let first = PathBuf::from(name);
+    let mut path = first.clone();
+    let mut count = 1u32;
+    while storage.exists(&path).await {
+        count = count.saturating_add(1);
+        let mut numbered = first.as_os_str().to_owned();
+        numbered.push(format!("-{count}"));
+        path = PathBuf::from(numbered);
     }
-    storage
-        .remove_dir_all(&aside)
-        .await
-        .map_err(|source| PartitionError::Remove {
-            path: aside,
-            source,
-        })
+    path
+}
+
+/// Removes what purges of the partition in `directory` moved aside, if anything is left:
+/// best effort, since the partition serves without it (a failure is logged and retried at
+/// the next open or purge).
+async fn remove_purged<S: Storage>(storage: &S, directory: &Path) {
+    let Some(parent) = directory.parent() else {
+        return;
+    };
+    let names = storage.list_dir(parent).await.unwrap_or_default();
+    for name in names.iter().filter(|name| is_purging_name(directory, name)) {
+        let path = parent.join(name);
+        if let Err(error) = storage.remove_dir_all(&path).await {
+            log::error!(
+                "{}: a purged partition's files remain: {error}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Moves the shard's identity file (`layout::IDENTITY_FILE`) from the directory a purge
+/// moved aside into the fresh one, so the partition keeps it: best effort (without it the
+/// shard adopts the directory at the next start).
+async fn carry_identity<S: Storage>(storage: &S, aside: &Path, directory: &Path) {
+    let from = aside.join(crate::layout::IDENTITY_FILE);
+    if !storage.exists(&from).await {
+        return;
+    }
+    let to = directory.join(crate::layout::IDENTITY_FILE);
+    let carried = match storage.rename(&from, &to).await {
+        Ok(()) => storage.sync_dir(directory).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = carried {
+        log::warn!("{}: not carried over by the purge: {error}", to.display());
+    }
 }
 
 #[cfg(test)]

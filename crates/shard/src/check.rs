@@ -319,8 +319,9 @@ fn partition_repair(problem: &segment::check::Problem) -> &'static str {
             "two segments claim the same offsets: move the later one's three files aside"
         }
         Partition::LogMissing => {
-            "restore the segment's .log from a backup; otherwise delete its .index and \
-             .timeindex: its offsets are served as a gap"
+            "after a crash during a segment deletion, delete the .index and .timeindex; \
+             otherwise restore the segment's .log from a backup, or delete them: its offsets \
+             are served as a gap"
         }
         Partition::RecordsLost { .. } => {
             "restore the cut or removed .log from a backup; otherwise none: the server does \

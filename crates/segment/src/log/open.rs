@@ -182,10 +182,11 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
             .and_then(crate::format::parse_segment_stem)
             .is_some_and(|start| starts.binary_search(&start).is_err())
         {
-            // The index outlived its `.log`: that segment's records are gone, and the
-            // offsets it held are served as a gap.
-            log::error!(
-                "partition {}: {name} has no .log: the records of that segment are lost",
+            // The index outlived its `.log`: a segment deletion a crash cut short (the
+            // `.log` goes first), or a removed file. Its offsets are served as a gap.
+            log::warn!(
+                "partition {}: {name} has no .log: that segment's records are gone (a \
+                 deletion cut short, or a removed file)",
                 directory.display()
             );
         }

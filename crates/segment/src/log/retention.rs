@@ -79,13 +79,13 @@ impl<S: Storage> PartitionLog<S> {
             return Ok(false);
         };
         let segment = self.segments.remove(index);
-        // The indexes go first: a crash between the removals leaves a `.log` whose indexes
-        // are rebuilt at start (and the segment deleted again), never indexes without their
-        // `.log`, which start-up and `iggy check` report as records lost.
+        // The `.log` goes first: a crash before the indexes leaves only them (reported at
+        // start as a segment without its records), never a whole `.log` that the next start
+        // would open and serve again, deleted records back.
         for path in [
+            &segment.paths.log,
             &segment.paths.index,
             &segment.paths.time_index,
-            &segment.paths.log,
         ] {
             if self.storage.exists(path).await {
                 self.storage

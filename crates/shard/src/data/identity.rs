@@ -6,13 +6,16 @@
 //! name and permissions. So every partition directory records, in `partition.id`, the
 //! incarnation and creation time of the partition it was made for; a directory made for
 //! another one is moved aside to `<system.path>/orphaned/` (never deleted: it may be the only
-//! copy of data whose metadata was lost) before the partition is created afresh.
+//! copy of data whose metadata was lost) before the partition is created afresh. A purge
+//! carries the file over to the fresh directory.
 //!
 //! `partition.id` is 32 bytes: magic `IGPI`, version (u32, 1), incarnation (u64), created at
-//! (u64, µs), then the xxh3-64 of the 24 bytes before it. A directory without the file was
-//! made by an earlier build (or a crash came between its creation and the file's): it is
-//! adopted. So is one whose file is damaged: moving a live partition's data aside for a
-//! flipped byte would hide acknowledged messages.
+//! (u64, µs), then the xxh3-64 of the 24 bytes before it. A directory without the file,
+//! for a partition the metadata held at start, was made by an earlier build (or a crash came
+//! between its creation and the file's, or a purge's rename and the file's return): it is
+//! adopted; for a partition created since, it is a leftover that lost its file in a removal
+//! cut short, and is moved aside. One whose file is damaged is adopted: moving a live
+//! partition's data aside for a flipped byte would hide acknowledged messages.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use segment::storage::{Storage, StorageFile, read_all};
 use xxhash_rust::xxh3::xxh3_64;
 
-const FILE: &str = "partition.id";
+use segment::layout::IDENTITY_FILE as FILE;
 const MAGIC: [u8; 4] = *b"IGPI";
 const VERSION: u32 = 1;
 const SIZE: usize = 32;
@@ -75,12 +78,16 @@ pub(crate) enum Claimed {
 
 /// Makes `directory` the directory of the partition `identity`, before the partition is
 /// opened in it (see the module docs); `orphans` is where a directory made for another
-/// partition goes.
+/// partition goes. `adopt_bare`: a directory without `partition.id` is this partition's (it
+/// was in the metadata at start, and the directory may be an earlier build's); otherwise
+/// such a directory is a leftover (a removal that failed after taking the file) and is
+/// moved aside too.
 pub(crate) async fn claim<S: Storage>(
     storage: &S,
     directory: &Path,
     identity: Identity,
     orphans: &Path,
+    adopt_bare: bool,
 ) -> io::Result<Claimed> {
     if !storage.exists(directory).await {
         make(storage, directory, identity).await?;
@@ -88,6 +95,11 @@ pub(crate) async fn claim<S: Storage>(
     }
     let path = directory.join(FILE);
     if !storage.exists(&path).await {
+        if !adopt_bare {
+            let aside = set_aside(storage, directory, orphans).await?;
+            make(storage, directory, identity).await?;
+            return Ok(Claimed::MovedAside(aside));
+        }
         write(storage, directory, identity).await?;
         return Ok(Claimed::Own);
     }
@@ -125,6 +137,9 @@ pub(crate) async fn set_aside<S: Storage>(
     let found = read(storage, directory).await?;
     let aside = orphan_path(storage, directory, orphans, found).await;
     storage.create_dir_all(orphans).await?;
+    if let Some(root) = orphans.parent() {
+        storage.sync_dir(root).await?;
+    }
     storage.rename(directory, &aside).await?;
     storage.sync_dir(orphans).await?;
     if let Some(parent) = directory.parent() {

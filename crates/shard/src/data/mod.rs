@@ -244,6 +244,9 @@ pub struct DataPlane<S: Storage = ShardStorage> {
     /// Start-up's [`Self::open_all`] is done: from then on a partition directory made anew
     /// belongs to a partition just created, not to one whose directory went missing.
     started: Cell<bool>,
+    /// The partitions (and incarnations) the metadata held at start: only their directories
+    /// may lack `partition.id` and still be theirs (`identity.rs`).
+    at_start: RefCell<BTreeSet<(PartitionKey, u64)>>,
 }
 
 /// The next try to open the partitions an open left closed.
@@ -334,6 +337,7 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             unopened_retry: Cell::new(None),
             unopened: RefCell::default(),
             started: Cell::new(false),
+            at_start: RefCell::default(),
         }
     }
 
@@ -769,7 +773,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         spec: PartitionSpec,
     ) -> Result<PartitionHandle, PartitionError> {
         let orphans = self.root.join(ORPHANS);
-        let claimed = identity::claim(&self.storage, &spec.directory, identity, &orphans)
+        let incarnation = (key, identity.incarnation);
+        if !self.started.get() {
+            self.at_start.borrow_mut().insert(incarnation);
+        }
+        let adopt_bare = self.at_start.borrow().contains(&incarnation);
+        let directory = &spec.directory;
+        let claimed = identity::claim(&self.storage, directory, identity, &orphans, adopt_bare)
             .await
             .map_err(PartitionError::Claim)?;
         if claimed == Claimed::Made && !self.started.get() {

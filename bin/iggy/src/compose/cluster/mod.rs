@@ -400,13 +400,11 @@ async fn start_bus(
 /// recovers from its log.
 async fn abort_on_panic<F: Future>(future: F) -> F::Output {
     use futures_util::FutureExt;
-    match std::panic::AssertUnwindSafe(future).catch_unwind().await {
-        Ok(output) => output,
-        Err(_) => {
-            log::error!("cluster: the replica driver panicked; aborting so the node restarts");
-            std::process::abort()
-        }
-    }
+    let Ok(output) = std::panic::AssertUnwindSafe(future).catch_unwind().await else {
+        log::error!("cluster: the replica driver panicked; aborting so the node restarts");
+        std::process::abort()
+    };
+    output
 }
 
 fn random_u64() -> u64 {
