@@ -599,6 +599,33 @@ fn deleted_segments_stay_deleted_through_a_failover_and_a_restart() {
     partition_logs_converge(&cluster);
 }
 
+/// Three nodes, one topic of one partition holding 200 messages of about 1 KB, every
+/// node's partition log the same; and the nodes' client addresses.
+fn cluster_with_a_partition_of_200_messages() -> (Cluster, Vec<String>) {
+    let cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
+    let addresses = cluster.tcp_addresses();
+    run(async {
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            ..TopicCreateOptions::default()
+        };
+        let client = connected_with_topic(&addresses[1], &options).await;
+        send_batches(&client, 0, 20, 1000).await;
+    });
+    partition_logs_converge(&cluster);
+    (cluster, addresses)
+}
+
+/// Sends ten more batches through node 0 from message `first`, then waits for every node's
+/// partition log to be the same.
+fn send_more_and_converge(cluster: &Cluster, addresses: &[String], first: u64) {
+    run(async {
+        let client = connect(&addresses[0]).await;
+        send_batches(&client, first, 10, 1000).await;
+    });
+    partition_logs_converge(cluster);
+}
+
 /// Sends `batches` batches of ten messages of about `size` bytes to partition 0 through
 /// `client`, numbered from `first`.
 async fn send_batches(client: &IggyClient, first: u64, batches: u64, size: usize) {
@@ -631,17 +658,7 @@ async fn send_batches(client: &IggyClient, first: u64, batches: u64, size: usize
 /// partition logs as they.
 #[test]
 fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
-    let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
-    let addresses = cluster.tcp_addresses();
-    run(async {
-        let options = TopicCreateOptions {
-            partitions_count: Some(1),
-            ..TopicCreateOptions::default()
-        };
-        let client = connected_with_topic(&addresses[1], &options).await;
-        send_batches(&client, 0, 20, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    let (mut cluster, addresses) = cluster_with_a_partition_of_200_messages();
     cluster.nodes[2].kill();
     let log = cluster.nodes[2].data_path().join("cluster").join("log.vsr");
     let mut bytes = std::fs::read(&log).expect("node 2's replica log");
@@ -654,11 +671,7 @@ fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
         "node 2 does not report its damaged log\n{}",
         cluster.nodes[2].log_tail()
     );
-    run(async {
-        let client = connect(&addresses[0]).await;
-        send_batches(&client, 200, 10, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    send_more_and_converge(&cluster, &addresses, 200);
 }
 
 /// A stopped backup's superblock removed, its log kept: the node must not format a new,
@@ -669,17 +682,7 @@ fn a_node_whose_replica_log_was_damaged_recovers_it_from_the_others() {
 /// is recovered the same way.
 #[test]
 fn a_lost_or_damaged_superblock_recovers_and_recover_on_intact_data_is_ignored() {
-    let mut cluster = Cluster::start(3, HEARTBEAT_TIMEOUT);
-    let addresses = cluster.tcp_addresses();
-    run(async {
-        let options = TopicCreateOptions {
-            partitions_count: Some(1),
-            ..TopicCreateOptions::default()
-        };
-        let client = connected_with_topic(&addresses[1], &options).await;
-        send_batches(&client, 0, 20, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    let (mut cluster, addresses) = cluster_with_a_partition_of_200_messages();
     cluster.nodes[2].kill();
     let superblock = cluster.nodes[2]
         .data_path()
@@ -692,11 +695,7 @@ fn a_lost_or_damaged_superblock_recovers_and_recover_on_intact_data_is_ignored()
         "node 2 does not report its missing superblock\n{}",
         cluster.nodes[2].log_tail()
     );
-    run(async {
-        let client = connect(&addresses[0]).await;
-        send_batches(&client, 200, 10, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    send_more_and_converge(&cluster, &addresses, 200);
     for node in [1, 2] {
         cluster.nodes[node].kill();
     }
@@ -710,11 +709,7 @@ fn a_lost_or_damaged_superblock_recovers_and_recover_on_intact_data_is_ignored()
             cluster.nodes[node].log_tail()
         );
     }
-    run(async {
-        let client = connect(&addresses[0]).await;
-        send_batches(&client, 300, 10, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    send_more_and_converge(&cluster, &addresses, 300);
     // A flipped byte in a superblock: that node recovers too, rather than refusing to start.
     cluster.nodes[1].kill();
     let superblock = cluster.nodes[1]
@@ -730,9 +725,5 @@ fn a_lost_or_damaged_superblock_recovers_and_recover_on_intact_data_is_ignored()
         "node 1 does not report its damaged superblock\n{}",
         cluster.nodes[1].log_tail()
     );
-    run(async {
-        let client = connect(&addresses[0]).await;
-        send_batches(&client, 400, 10, 1000).await;
-    });
-    partition_logs_converge(&cluster);
+    send_more_and_converge(&cluster, &addresses, 400);
 }

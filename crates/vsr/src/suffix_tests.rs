@@ -353,6 +353,22 @@ fn a_recovering_replica_whose_fetch_stalls_asks_again() {
     assert_eq!(replica.status(), Status::Normal);
 }
 
+/// Replica 2 recovering a lost disk, answered by backup 1 and by primary 0 with `log`.
+fn recovering_with(log: Suffix, out: &mut Outbox) -> Replica {
+    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, out);
+    out.drain().for_each(drop);
+    for (from, primary_state) in [(1, None), (0, Some(log))] {
+        let answer = Message::RecoveryResponse {
+            view: 0,
+            replica: from,
+            nonce: 5,
+            primary_state,
+        };
+        replica.on_message(1, &answer, out);
+    }
+    replica
+}
+
 /// A replica rebuilding a lost disk from a log far longer than a fetch makes each fetched
 /// batch its own log (written, applied) as it comes: memory holds a batch and the slack,
 /// not the cluster's log, and its recovery is durable only after every one of those writes.
@@ -360,17 +376,7 @@ fn a_recovering_replica_whose_fetch_stalls_asks_again() {
 fn a_recovering_replica_writes_and_applies_what_it_fetches_as_it_comes() {
     let full = chain(1000);
     let mut out = Outbox::new();
-    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, &mut out);
-    out.drain().for_each(drop);
-    for (from, primary_state) in [(1, None), (0, Some(suffix_of(&full, 960)))] {
-        let answer = Message::RecoveryResponse {
-            view: 0,
-            replica: from,
-            nonce: 5,
-            primary_state,
-        };
-        replica.on_message(1, &answer, &mut out);
-    }
+    let mut replica = recovering_with(suffix_of(&full, 960), &mut out);
     let mut applied = Vec::new();
     let mut recovery_durable = false;
     let mut most_in_memory = 0;
@@ -439,17 +445,7 @@ fn a_recovering_replica_writes_and_applies_what_it_fetches_as_it_comes() {
 #[test]
 fn a_recovery_into_an_empty_log_becomes_durable() {
     let mut out = Outbox::new();
-    let mut replica = Replica::recover(Config::new(3), 2, 0, 5, &mut out);
-    out.drain().for_each(drop);
-    for (from, primary_state) in [(1, None), (0, Some(suffix_of(&[], 0)))] {
-        let answer = Message::RecoveryResponse {
-            view: 0,
-            replica: from,
-            nonce: 5,
-            primary_state,
-        };
-        replica.on_message(1, &answer, &mut out);
-    }
+    let mut replica = recovering_with(suffix_of(&[], 0), &mut out);
     assert_eq!(replica.status(), Status::Normal);
     let effects: Vec<Effect> = out.drain().collect();
     complete_writes(&mut replica, effects, &mut out);
