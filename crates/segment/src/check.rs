@@ -149,16 +149,8 @@ fn check_orphan_indexes(
     starts: &[u64],
     findings: &mut Vec<Finding>,
 ) {
-    for name in names {
-        let stem = name
-            .strip_suffix(".index")
-            .or_else(|| name.strip_suffix(".timeindex"));
-        let Some(start) = stem.and_then(crate::format::parse_segment_stem) else {
-            continue;
-        };
-        if starts.binary_search(&start).is_err() {
-            findings.push(finding(&directory.join(name), 0, Problem::LogMissing));
-        }
+    for name in crate::format::indexes_without_log(names, starts) {
+        findings.push(finding(&directory.join(name), 0, Problem::LogMissing));
     }
 }
 

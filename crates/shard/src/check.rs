@@ -123,7 +123,7 @@ pub async fn check_data_directory<S: Storage>(storage: &S, root: &Path) -> Vec<F
     if let Some(metadata) = metadata {
         let metadata_lost = metadata.commit == 0;
         let orphans = crate::data::find_orphans(storage, root, &metadata).await;
-        findings.extend(orphans.into_iter().map(|path| Finding {
+        findings.extend(orphans.into_iter().map(|(_, path)| Finding {
             path,
             position: 0,
             problem: Problem::Orphaned { metadata_lost },

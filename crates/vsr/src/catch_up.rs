@@ -211,12 +211,10 @@ impl Replica {
     /// votes on nothing until its recovery is durable ([`Replica::replace_log`]): a crash
     /// before then recovers again from an empty log.
     fn settle_fetched(&mut self, out: &mut Outbox) {
+        let op = self.op();
         let Some(catch_up) = &mut self.catch_up else {
             return;
         };
-        let op = self
-            .base
-            .saturating_add(Op::try_from(self.log.len()).unwrap_or(Op::MAX));
         assert_eq!(
             catch_up.start, op,
             "a recovering replica's fetch continues its log"

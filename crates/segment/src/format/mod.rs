@@ -41,6 +41,23 @@ pub fn segment_starts<S: AsRef<str>>(names: &[S]) -> Vec<u64> {
     starts
 }
 
+/// The index files among `names` whose segment has no `.log` in `starts` (as
+/// [`segment_starts`] gives them): a deletion cut short (the `.log` goes first) or a removed
+/// file.
+pub fn indexes_without_log<'n, S: AsRef<str>>(names: &'n [S], starts: &[u64]) -> Vec<&'n str> {
+    names
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|name| {
+            let stem = name
+                .strip_suffix(".index")
+                .or_else(|| name.strip_suffix(".timeindex"));
+            stem.and_then(parse_segment_stem)
+                .is_some_and(|start| starts.binary_search(&start).is_err())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,22 +174,13 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
         .await
         .map_err(io("list", directory))?;
     let starts = crate::format::segment_starts(&names);
-    for name in &names {
-        let stem = name
-            .strip_suffix(".index")
-            .or_else(|| name.strip_suffix(".timeindex"));
-        if stem
-            .and_then(crate::format::parse_segment_stem)
-            .is_some_and(|start| starts.binary_search(&start).is_err())
-        {
-            // The index outlived its `.log`: a segment deletion a crash cut short (the
-            // `.log` goes first), or a removed file. Its offsets are served as a gap.
-            log::warn!(
-                "partition {}: {name} has no .log: that segment's records are gone (a \
-                 deletion cut short, or a removed file)",
-                directory.display()
-            );
-        }
+    // Its offsets are served as a gap.
+    for name in crate::format::indexes_without_log(&names, &starts) {
+        log::warn!(
+            "partition {}: {name} has no .log: that segment's records are gone (a deletion \
+             cut short, or a removed file)",
+            directory.display()
+        );
     }
     Ok(starts)
 }

@@ -21,6 +21,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use segment::storage::{Storage, StorageFile, read_all};
+
+use super::PartitionKey;
 use xxhash_rust::xxh3::xxh3_64;
 
 use segment::layout::IDENTITY_FILE as FILE;
@@ -84,7 +86,7 @@ pub(crate) enum Claimed {
 /// moved aside too.
 pub(crate) async fn claim<S: Storage>(
     storage: &S,
-    directory: &Path,
+    (key, directory): (PartitionKey, &Path),
     identity: Identity,
     orphans: &Path,
     adopt_bare: bool,
@@ -93,28 +95,23 @@ pub(crate) async fn claim<S: Storage>(
         make(storage, directory, identity).await?;
         return Ok(Claimed::Made);
     }
-    let path = directory.join(FILE);
-    if !storage.exists(&path).await {
-        if !adopt_bare {
-            let aside = set_aside(storage, directory, orphans).await?;
-            make(storage, directory, identity).await?;
-            return Ok(Claimed::MovedAside(aside));
-        }
+    let bare = !storage.exists(&directory.join(FILE)).await;
+    let found = read(storage, directory).await?;
+    // A damaged file (`found` none, not bare) is adopted: see the module docs.
+    let foreign = if bare {
+        !adopt_bare
+    } else {
+        found.is_some_and(|found| found != identity)
+    };
+    if foreign {
+        let aside = set_aside(storage, (key, directory), orphans).await?;
+        make(storage, directory, identity).await?;
+        return Ok(Claimed::MovedAside(aside));
+    }
+    if found != Some(identity) {
         write(storage, directory, identity).await?;
-        return Ok(Claimed::Own);
     }
-    match read(storage, directory).await? {
-        Some(found) if found != identity => {
-            let aside = set_aside(storage, directory, orphans).await?;
-            make(storage, directory, identity).await?;
-            Ok(Claimed::MovedAside(aside))
-        }
-        Some(_) => Ok(Claimed::Own),
-        None => {
-            write(storage, directory, identity).await?;
-            Ok(Claimed::Own)
-        }
-    }
+    Ok(Claimed::Own)
 }
 
 /// The identity recorded in `directory` (`None`: no file, or a damaged one).
@@ -131,11 +128,11 @@ async fn read<S: Storage>(storage: &S, directory: &Path) -> io::Result<Option<Id
 /// returns where it went.
 pub(crate) async fn set_aside<S: Storage>(
     storage: &S,
-    directory: &Path,
+    (key, directory): (PartitionKey, &Path),
     orphans: &Path,
 ) -> io::Result<PathBuf> {
     let found = read(storage, directory).await?;
-    let aside = orphan_path(storage, directory, orphans, found).await;
+    let aside = orphan_path(storage, key, orphans, found).await;
     storage.create_dir_all(orphans).await?;
     if let Some(root) = orphans.parent() {
         storage.sync_dir(root).await?;
@@ -148,27 +145,15 @@ pub(crate) async fn set_aside<S: Storage>(
     Ok(aside)
 }
 
-/// A free name under `orphans` for `directory` (…/streams/S/topics/T/partitions/P), made for
-/// `found`: `S-T-P-incarnation-I` (`S-T-P` when it records none), numbered if taken.
+/// A free name under `orphans` for the directory of partition `key`, made for `found`:
+/// `S-T-P-incarnation-I` (`S-T-P` when it records none), numbered if taken.
 async fn orphan_path<S: Storage>(
     storage: &S,
-    directory: &Path,
+    key: PartitionKey,
     orphans: &Path,
     found: Option<Identity>,
 ) -> PathBuf {
-    let ids: Vec<String> = directory
-        .iter()
-        .rev()
-        .step_by(2)
-        .take(3)
-        .map(|part| part.to_string_lossy().into_owned())
-        .collect();
-    let mut name = format!(
-        "{}-{}-{}",
-        ids.get(2).map_or("?", String::as_str),
-        ids.get(1).map_or("?", String::as_str),
-        ids.first().map_or("?", String::as_str),
-    );
+    let mut name = format!("{}-{}-{}", key.stream_id, key.topic_id, key.partition_id);
     if let Some(found) = found {
         name = format!("{name}-incarnation-{}", found.incarnation);
     }

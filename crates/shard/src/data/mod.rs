@@ -779,9 +779,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         }
         let adopt_bare = self.at_start.borrow().contains(&incarnation);
         let directory = &spec.directory;
-        let claimed = identity::claim(&self.storage, directory, identity, &orphans, adopt_bare)
-            .await
-            .map_err(PartitionError::Claim)?;
+        let claimed = identity::claim(
+            &self.storage,
+            (key, directory),
+            identity,
+            &orphans,
+            adopt_bare,
+        )
+        .await
+        .map_err(PartitionError::Claim)?;
         if claimed == Claimed::Made && !self.started.get() {
             log::warn!(
                 "partition {}/{}/{}: its directory was missing at start; created empty (the \

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use segment::layout::streams_directory;
 use segment::storage::Storage;
 
-use super::ORPHANS;
 use super::identity::set_aside;
+use super::{ORPHANS, PartitionKey};
 use crate::metadata::Metadata;
 
 /// Why the start stops over orphaned partition directories.
@@ -36,8 +36,13 @@ pub enum OrphanError {
     },
 }
 
-/// The partition directories under `root` that `metadata` does not hold, in path order.
-pub async fn find<S: Storage>(storage: &S, root: &Path, metadata: &Metadata) -> Vec<PathBuf> {
+/// The partition directories under `root` that `metadata` does not hold, in path order,
+/// with the partition each is named for.
+pub async fn find<S: Storage>(
+    storage: &S,
+    root: &Path,
+    metadata: &Metadata,
+) -> Vec<(PartitionKey, PathBuf)> {
     let mut found = Vec::new();
     let streams = streams_directory(root);
     for (stream_id, stream) in numbered(storage, &streams).await {
@@ -51,7 +56,12 @@ pub async fn find<S: Storage>(storage: &S, root: &Path, metadata: &Metadata) -> 
                     .and_then(|stream| stream.topics.get(&topic_id))
                     .is_some_and(|topic| topic.partitions.contains_key(&partition_id));
                 if !held {
-                    found.push(partition);
+                    let key = PartitionKey {
+                        stream_id,
+                        topic_id,
+                        partition_id,
+                    };
+                    found.push((key, partition));
                 }
             }
         }
@@ -85,12 +95,12 @@ pub async fn set_aside_all<S: Storage>(
     {
         return Err(OrphanError::MetadataLost {
             count: found.len(),
-            first: first.clone(),
+            first: first.1.clone(),
             orphans,
         });
     }
-    for directory in &found {
-        let aside = set_aside(storage, directory, &orphans)
+    for (key, directory) in &found {
+        let aside = set_aside(storage, (*key, directory), &orphans)
             .await
             .map_err(|source| OrphanError::Io {
                 path: directory.clone(),
