@@ -165,16 +165,31 @@ async fn type_into(client: &Client, css: &str, text: &str) {
     input.send_keys(text).await.unwrap();
 }
 
+/// Clicks the element `css` finds. A page that re-renders between the find and the click
+/// leaves a stale element; the click then goes to its replacement.
 async fn click(client: &Client, css: &str) {
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|error| panic!("{css}: {error}"))
-        .click()
-        .await
-        .unwrap_or_else(|error| panic!("click {css}: {error}"));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let element = client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|error| panic!("{css}: {error}"));
+        match element.click().await {
+            Ok(()) => return,
+            Err(error) if error.to_string().contains("stale") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("click {css}: {error}"),
+        }
+    }
+}
+
+/// Removes the notices shown so far, so that waiting for one waits for the next.
+async fn clear_toasts(client: &Client) {
+    let script = "document.getElementById('toast').replaceChildren();";
+    client.execute(script, vec![]).await.unwrap();
 }
 
 async fn open(client: &Client, base: &str, page: &str) {
@@ -263,6 +278,7 @@ async fn send_and_browse(client: &Client, base: &str) {
         (r#"{"hello": "web", "n": 1}"#, "trace: abc-123"),
         (HOSTILE, ""),
     ] {
+        clear_toasts(client).await;
         type_into(client, "textarea[name=send-payload]", payload).await;
         type_into(client, "textarea[name=send-headers]", headers).await;
         click(client, "#send-form button[type=submit]").await;
@@ -456,12 +472,13 @@ async fn rename_and_purge(client: &Client, base: &str) {
     wait_text(client, "#toast", "Topic purged").await;
     let deadline = Instant::now() + WAIT;
     loop {
-        let row = client
-            .find(Locator::XPath("//tr[td/a[text()='web-topic-2']]"))
-            .await
-            .unwrap();
-        let cells = row.find_all(Locator::Css("td")).await.unwrap();
-        if cells[3].text().await.unwrap() == "0" {
+        // The row is read afresh each time: a re-render replaces it.
+        let row = "//tr[td/a[text()='web-topic-2']]/td[4]";
+        let count = match client.find(Locator::XPath(row)).await {
+            Ok(cell) => cell.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if count == "0" {
             break;
         }
         assert!(Instant::now() < deadline, "the purge left messages");

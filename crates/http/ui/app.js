@@ -119,8 +119,14 @@ async function api(method, path, body) {
 async function act(work, done) {
   try {
     await work();
-    if (done) toast(done);
+  } catch (error) {
+    toast(error.message, true);
+    return;
+  }
+  try {
+    // Announced only once the page shows the change: a notice never stands beside the old view.
     await render();
+    if (done) toast(done);
   } catch (error) {
     toast(error.message, true);
   }
