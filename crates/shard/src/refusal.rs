@@ -68,6 +68,12 @@ pub enum Refusal {
     /// Something failed inside the server (I/O, a gone shard): `1 Error`.
     #[error("internal error")]
     Internal,
+    /// The change was validated against metadata that changed before it reached the
+    /// sequencer (another client's change committed in between) and no longer applies. Never
+    /// answered: the handler validates again against the metadata as it is now
+    /// (`Server::commit_validated`), which gives the typed refusal or a change that applies.
+    #[error("validated against metadata that changed since")]
+    Stale,
 }
 
 /// What a request named that does not exist.
@@ -199,7 +205,8 @@ impl Refusal {
             Self::NotPrimary => ErrorCode::NotPrimary,
             Self::NotAccepted => ErrorCode::TransientNotAccepted,
             Self::NotCommitted => ErrorCode::TransientNotCommitted,
-            Self::Internal => ErrorCode::Error,
+            // `Stale` is retried, never answered; were it, it would be an internal failure.
+            Self::Internal | Self::Stale => ErrorCode::Error,
         }
     }
 }

@@ -143,7 +143,8 @@ fn access_and_service_refusals() -> Vec<Refusal> {
 /// Compiles only while every variant is handled: a reminder to list a new one above.
 fn listed(refusal: Refusal) -> bool {
     match refusal {
-        Refusal::Undecodable(_) => false,
+        // `Stale` is never answered: the handler validates again (`commit_validated`).
+        Refusal::Undecodable(_) | Refusal::Stale => false,
         Refusal::Malformed
         | Refusal::Missing(_)
         | Refusal::Taken(_)

@@ -46,6 +46,10 @@ pub const SERVER_VERSION: &str = "0.9.0";
 /// `SERVER_VERSION` as the decimal semver stats report (`major·1e6 + minor·1e3 + patch`).
 pub const SERVER_SEMVER: u32 = 9000;
 
+/// Validations of one metadata change at most while others' changes keep committing ahead
+/// of it (each stale attempt means another change committed: progress, not a livelock).
+const VALIDATIONS_MAX: u32 = 64;
+
 /// What the server says about itself: the roster and start time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
@@ -313,7 +317,7 @@ impl Server {
 
     /// As [`Self::commit`] for a change a client asked for as `origin` (cluster mode
     /// remembers it, so a retry is answered instead of applied twice: `crate::retries`).
-    pub(crate) async fn commit_from(
+    async fn commit_from(
         &self,
         op: MetadataOp,
         origin: Option<crate::retries::Origin>,
@@ -327,6 +331,28 @@ impl Server {
             return committed.unwrap_or(Err(Refusal::Internal));
         }
         self.sequence(op, origin).await
+    }
+
+    /// Validates with `check` against this shard's metadata and commits the op it builds,
+    /// answering the op and its commit number. When a change queued ahead of it committed
+    /// first and the op no longer applies ([`Refusal::Stale`]: two clients creating one name,
+    /// or taking the next free id, at once), it validates again: the sequencer answers only
+    /// once every shard applied that change, so this shard's metadata has it, and the check
+    /// now gives the typed refusal (`1012` name taken) or an op that applies (the next id).
+    pub(crate) async fn commit_validated(
+        &self,
+        origin: Option<crate::retries::Origin>,
+        check: impl Fn(&Metadata) -> Result<MetadataOp, Refusal>,
+    ) -> Result<(MetadataOp, u64), Refusal> {
+        for _ in 0..VALIDATIONS_MAX {
+            let op = check(&self.metadata.borrow())?;
+            let committed = self.commit_from(op.clone(), origin).await;
+            if committed != Err(Refusal::Stale) {
+                return committed.map(|commit| (op, commit));
+            }
+        }
+        log::warn!("a metadata change went stale {VALIDATIONS_MAX} times in a row");
+        Err(Refusal::Internal)
     }
 
     /// Has every other shard apply the committed `op`, in commit order (the sequencer runs

@@ -597,13 +597,15 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     }
 
     /// Deletes every message and stored offset of the partitions matching the filter
-    /// (`PURGE_STREAM`, `PURGE_TOPIC`).
+    /// (`PURGE_STREAM`, `PURGE_TOPIC`). A partition deleted while the purge runs (a
+    /// `DELETE_PARTITIONS` or a topic delete committed meanwhile) has nothing left to purge.
     pub async fn purge(&self, stream_id: u32, topic_id: Option<u32>) -> Result<(), DataError> {
         for (key, handle) in self.matching(Some(stream_id), topic_id) {
-            handle
-                .purge()
-                .await
-                .map_err(|source| DataError::Partition { key, source })?;
+            match handle.purge().await {
+                Ok(()) => {}
+                Err(PartitionError::Closed) if self.partition(key).is_none() => {}
+                Err(source) => return Err(DataError::Partition { key, source }),
+            }
         }
         Ok(())
     }

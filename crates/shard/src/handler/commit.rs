@@ -71,14 +71,15 @@ impl Call {
     pub(super) async fn commit_checked(
         &self,
         server: &Server,
-        check: impl FnOnce(&Metadata, &User) -> Result<MetadataOp, Refusal>,
+        check: impl Fn(&Metadata, &User) -> Result<MetadataOp, Refusal>,
     ) -> Outcome {
-        let op = self.validate(server, check);
-        self.commit(server, op, |_, _, _| Some(Empty)).await
+        self.commit(server, check, |_, _, _| Some(Empty)).await
     }
 
-    /// Commits the validated `op` and answers with what `payload` builds from the metadata
-    /// after it and the op committed; a refusal of validation or commit is answered as such.
+    /// Validates with `check`, commits the op it builds and answers with what `payload`
+    /// builds from the metadata after it and the op committed; a refusal of validation or
+    /// commit is answered as such. A change another client's commit made stale is validated
+    /// again (`Server::commit_validated`).
     ///
     /// In cluster mode a retry of a change that committed (the primary died before its
     /// answer) is answered as its first attempt would have been, from that attempt's op and
@@ -88,7 +89,7 @@ impl Call {
     pub(super) async fn commit<T: ReplyValue + 'static>(
         &self,
         server: &Server,
-        op: Result<MetadataOp, Refusal>,
+        check: impl Fn(&Metadata, &User) -> Result<MetadataOp, Refusal>,
         payload: impl FnOnce(&Metadata, &DataFigures<'_>, &MetadataOp) -> Option<T>,
     ) -> Outcome {
         if let Some((first, commit)) = server.committed_change(self.origin) {
@@ -96,7 +97,7 @@ impl Call {
                 let metadata = server.metadata.borrow();
                 payload(&metadata, &DataFigures::of(server), &first)
             };
-            return match (built, op) {
+            return match (built, self.validate(server, &check)) {
                 (Some(reply), _) => {
                     committed_reply(server, self.operation, Body::Value(Box::new(reply)), commit)
                 }
@@ -109,12 +110,12 @@ impl Call {
                 }
             };
         }
-        let op = match op {
-            Ok(op) => op,
-            Err(refusal) => return self.reject(server, refusal),
+        let checked = |metadata: &Metadata| {
+            self.actor(metadata)
+                .and_then(|actor| check(metadata, actor))
         };
-        let commit = match server.commit_from(op.clone(), self.origin).await {
-            Ok(commit) => commit,
+        let (op, commit) = match server.commit_validated(self.origin, checked).await {
+            Ok(committed) => committed,
             Err(refusal) => return self.reject(server, refusal),
         };
         // A retry validated before its first attempt applied committed as a no-op: the reply

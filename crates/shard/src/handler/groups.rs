@@ -49,33 +49,23 @@ pub(crate) async fn handle(
             return committed_or_refused(server, operation, created, commit);
         }
         Request::DeleteConsumerGroup(delete) => {
-            let key = {
-                let metadata = server.metadata.borrow();
-                group_key(
-                    &metadata,
-                    &delete.stream_id,
-                    &delete.topic_id,
-                    &delete.group_id,
-                )
-            };
-            let retried = server.committed_change(origin);
-            let deleted = match key.and_then(|key| key) {
+            let deleted = if let Some((_, commit)) = server.committed_change(origin) {
                 // A retry whose first attempt deleted the group: answered as that one was.
-                _ if retried.is_some() => {
-                    let commit = retried.map_or(commit, |(_, commit)| commit);
-                    Ok((Body::Value(Box::new(Empty)), commit))
-                }
-                Ok(key) => {
-                    let op = MetadataOp::DeleteConsumerGroup {
+                Ok(commit)
+            } else {
+                let check = |metadata: &Metadata| {
+                    let (stream, topic) = (&delete.stream_id, &delete.topic_id);
+                    let key = group_key(metadata, stream, topic, &delete.group_id)??;
+                    Ok(MetadataOp::DeleteConsumerGroup {
                         stream_id: key.stream_id,
                         topic_id: key.topic_id,
                         id: key.group_id,
-                    };
-                    let committed = server.commit_from(op, origin).await;
-                    committed.map(|commit| (Body::Value(Box::new(Empty)), commit))
-                }
-                Err(refusal) => Err(refusal),
+                    })
+                };
+                let committed = server.commit_validated(origin, check).await;
+                committed.map(|(_, commit)| commit)
             };
+            let deleted = deleted.map(|commit| (Body::Value(Box::new(Empty)), commit));
             return committed_or_refused(server, operation, deleted, commit);
         }
         Request::SyncConsumerGroup(sync) => sync_member(server, sync, client_id, now).await,
@@ -292,9 +282,8 @@ async fn create_group(
     if let Some((first, commit)) = server.committed_change(origin) {
         return group_created(server, &first, commit);
     }
-    let op = {
-        let metadata = server.metadata.borrow();
-        let (stream_id, topic) = resolve_topic(&metadata, stream, topic)?;
+    let check = |metadata: &Metadata| {
+        let (stream_id, topic) = resolve_topic(metadata, stream, topic)?;
         if topic
             .groups
             .values()
@@ -302,15 +291,15 @@ async fn create_group(
         {
             return Err(Refusal::Taken(Taken::GroupName));
         }
-        MetadataOp::CreateConsumerGroup {
+        Ok(MetadataOp::CreateConsumerGroup {
             stream_id,
             topic_id: topic.id,
             id: topic.next_group_id,
             name: name.as_str().to_owned(),
             created_at: server.now_us(),
-        }
+        })
     };
-    let commit = server.commit_from(op.clone(), origin).await?;
+    let (op, commit) = server.commit_validated(origin, check).await?;
     // A retry validated before its first attempt applied committed as nothing: the group
     // is the first attempt's.
     let applied = server

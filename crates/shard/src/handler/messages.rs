@@ -20,7 +20,7 @@ use crate::data::{PartitionKey, PollRefusal, PollRequest, Polled, SendPlan};
 use crate::metadata::User;
 use crate::metadata::permissions::{self, can_poll, can_send};
 use crate::outcome::Outcome;
-use crate::refusal::Refusal;
+use crate::refusal::{Refusal, Unavailable};
 use crate::reply_budget::{ReplyPermits, ReplyRoom};
 use crate::server::Server;
 
@@ -129,6 +129,13 @@ pub(crate) async fn handle(
             let room = reply_room(server, connection, bytes);
             let request = (&fetch, client_id, number);
             fetch_messages(server, operation, commit, request, &room).await
+        }
+        // The 0.11.0 flush (§12.2): answered as the reference does. Nothing waits in a buffer
+        // here anyway: an acknowledged send has reached the kernel (or the disk, by its
+        // topic's durability).
+        Request::FlushUnsavedBuffer(_) => {
+            let refusal = Refusal::Unavailable(Unavailable::Feature);
+            Outcome::refused(operation, refusal, commit)
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }

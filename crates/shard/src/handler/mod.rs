@@ -31,6 +31,8 @@ mod cluster_tests;
 mod credential_seal_tests;
 #[cfg(test)]
 mod metadata_tests;
+#[cfg(test)]
+mod race_tests;
 
 use proto::codes::CommandCode;
 use proto::commands::Request;

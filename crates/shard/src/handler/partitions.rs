@@ -28,13 +28,10 @@ pub(crate) async fn handle(
     let call = Call::of(header, connection);
     match request {
         Request::CreatePartitions(create) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata).and_then(|actor| {
-                    validate::create_partitions(&metadata, actor, &create, server.now_us())
-                })
-            };
-            call.commit(server, op, |_, _, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::create_partitions(metadata, actor, &create, server.now_us())
+            })
+            .await
         }
         Request::DeletePartitions(delete) => {
             call.commit_checked(server, |metadata, actor| {

@@ -12,7 +12,7 @@ use super::commit::{Call, DataFigures};
 use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_list_streams, can_manage_stream, can_read_stream, require};
-use crate::metadata::{MetadataOp, responses, validate};
+use crate::metadata::{Metadata, MetadataOp, User, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -52,10 +52,10 @@ pub(crate) async fn handle(
             }
         }
         Request::CreateStream(create) => {
-            let op = call.validate(server, |metadata, actor| {
+            let check = |metadata: &Metadata, actor: &User| {
                 validate::create_stream(metadata, actor, &create, server.now_us())
-            });
-            call.commit(server, op, |metadata, figures, op| {
+            };
+            call.commit(server, check, |metadata, figures, op| {
                 let MetadataOp::CreateStream { id, .. } = op else {
                     return None;
                 };

@@ -67,7 +67,9 @@ pub(crate) fn handle(
             Outcome::rejected(NR, Refusal::Forbidden, commit)
         }
         Request::DescribeOptions(describe) => {
-            let catalog = options::option_descriptors(describe.scope, &server.topic_defaults());
+            let defaults = server.topic_defaults();
+            let dialect = connection.dialect;
+            let catalog = options::option_descriptors_for(dialect, describe.scope, &defaults);
             Outcome::value(NR, catalog, commit)
         }
         Request::GetSnapshotFile(_) | Request::GetMetadataChanges(_) => {

@@ -11,7 +11,7 @@ use proto::header::RequestHeader;
 use super::commit::Call;
 use crate::connection::Connection;
 use crate::metadata::auth::mint_token;
-use crate::metadata::{MetadataOp, responses, validate};
+use crate::metadata::{Metadata, MetadataOp, User, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -54,16 +54,13 @@ async fn create_token(server: &Server, call: Call, create: &CreatePersonalAccess
             return call.reject(server, Refusal::Internal);
         }
     };
-    let op = {
-        let metadata = server.metadata.borrow();
-        call.actor(&metadata).and_then(|actor| {
-            validate::create_token(actor, create, server.now_us(), minted.token_hash.clone())
-        })
+    let check = |_: &Metadata, actor: &User| {
+        validate::create_token(actor, create, server.now_us(), minted.token_hash.clone())
     };
     // A base64url token of 50 bytes is 67 ASCII bytes: always a valid secret.
-    let token = Secret::new(minted.token);
-    let minted_hash = minted.token_hash;
-    call.commit(server, op, move |_, _, op| {
+    let token = Secret::new(minted.token.clone());
+    let minted_hash = minted.token_hash.clone();
+    call.commit(server, check, move |_, _, op| {
         // Only the token this attempt minted can be answered: a retry's first attempt
         // committed another, whose clear text is gone.
         let MetadataOp::CreatePersonalAccessToken { token_hash, .. } = op else {

@@ -13,7 +13,7 @@ use super::commit::{Call, DataFigures};
 use crate::cluster::ReplicatedOp;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_manage_topic, can_read_topic, can_read_topics, require};
-use crate::metadata::{MetadataOp, responses, validate};
+use crate::metadata::{Metadata, MetadataOp, User, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -29,13 +29,10 @@ pub(crate) async fn handle(
     match request {
         request @ (Request::GetTopic(_) | Request::GetTopics(_)) => read(server, call, &request),
         Request::CreateTopic(create) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata).and_then(|actor| {
-                    validate::create_topic(&metadata, actor, &create, server.now_us(), &defaults)
-                })
+            let check = |metadata: &Metadata, actor: &User| {
+                validate::create_topic(metadata, actor, &create, server.now_us(), &defaults)
             };
-            call.commit(server, op, |metadata, figures, op| {
+            call.commit(server, check, |metadata, figures, op| {
                 let MetadataOp::CreateTopic { stream_id, id, .. } = op else {
                     return None;
                 };
@@ -52,13 +49,10 @@ pub(crate) async fn handle(
             .await
         }
         Request::UpdateTopic(update) => {
-            let op = {
-                let metadata = server.metadata.borrow();
-                call.actor(&metadata).and_then(|actor| {
-                    validate::update_topic_legacy(&metadata, actor, &update, &defaults)
-                })
-            };
-            call.commit(server, op, |_, _, _| Some(Empty)).await
+            call.commit_checked(server, |metadata, actor| {
+                validate::update_topic_legacy(metadata, actor, &update, &defaults)
+            })
+            .await
         }
         Request::PurgeTopic(purge) => purge_topic(server, call, &purge).await,
         _ => call.reject(server, Refusal::Malformed),

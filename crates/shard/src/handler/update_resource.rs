@@ -2,7 +2,6 @@
 //! stream (scope 2) or user (scope 3) by option keys, answered with operation 150 and a
 //! result section only.
 
-use proto::commands::Empty;
 use proto::commands::Request;
 use proto::header::RequestHeader;
 
@@ -23,11 +22,9 @@ pub(crate) async fn handle(
     let Request::UpdateResource(update) = request else {
         return call.reject(server, Refusal::Malformed);
     };
-    let op = {
-        let metadata = server.metadata.borrow();
-        call.actor(&metadata).and_then(|actor| {
-            validate::update_resource(&metadata, actor, &update, &server.topic_defaults())
-        })
-    };
-    call.commit(server, op, |_, _, _| Some(Empty)).await
+    let defaults = server.topic_defaults();
+    call.commit_checked(server, |metadata, actor| {
+        validate::update_resource(metadata, actor, &update, &defaults)
+    })
+    .await
 }

@@ -11,7 +11,7 @@ use proto::header::RequestHeader;
 use super::commit::Call;
 use crate::connection::Connection;
 use crate::metadata::permissions::{can_read_users, require};
-use crate::metadata::{MetadataOp, responses, validate};
+use crate::metadata::{Metadata, MetadataOp, User, responses, validate};
 use crate::outcome::Outcome;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -35,13 +35,16 @@ pub(crate) async fn handle(
                 Ok(_) => hash(server, create.password.expose()).await,
                 Err(refusal) => Err(refusal),
             };
+            let hashed = match hashed {
+                Ok(hashed) => hashed,
+                Err(refusal) => return call.reject(server, refusal),
+            };
             // Validated again: the metadata may have changed while the hash was made.
-            let op = hashed.and_then(|hashed| {
-                call.validate(server, |metadata, actor| {
-                    validate::create_user(metadata, actor, &create, server.now_us(), |_| Ok(hashed))
-                })
-            });
-            call.commit(server, op, |metadata, _, op| {
+            let check = |metadata: &Metadata, actor: &User| {
+                let hashed = || Ok(hashed.clone());
+                validate::create_user(metadata, actor, &create, server.now_us(), |_| hashed())
+            };
+            call.commit(server, check, |metadata, _, op| {
                 let MetadataOp::CreateUser { id, .. } = op else {
                     return None;
                 };
@@ -146,25 +149,24 @@ async fn change_password(
     } else {
         Ok(String::new())
     };
-    let op = hashed.and_then(|hashed| {
-        call.validate(server, |metadata, actor| {
-            // The stored hash must be the one the current password was checked against.
-            let current_matches = |now_stored: &str| matches && now_stored == stored;
-            validate::change_password(metadata, actor, change, current_matches, |_| Ok(hashed))
-        })
-    });
-    let op = match op {
-        Ok(op) => op,
+    let hashed = match hashed {
+        Ok(hashed) => hashed,
         Err(refusal) => return call.reject(server, refusal),
     };
-    let user_id = match &op {
-        MetadataOp::ChangePassword { id, .. } => *id,
+    let check = |metadata: &Metadata| {
+        let actor = call.actor(metadata)?;
+        // The stored hash must be the one the current password was checked against.
+        let current_matches = |now_stored: &str| matches && now_stored == stored;
+        let hashed = |_: &str| Ok(hashed.clone());
+        validate::change_password(metadata, actor, change, current_matches, hashed)
+    };
+    let (op, commit) = match server.commit_validated(call.origin, check).await {
+        Ok(committed) => committed,
+        Err(refusal) => return call.reject(server, refusal),
+    };
+    let MetadataOp::ChangePassword { id: user_id, .. } = op else {
         // `validate::change_password` builds nothing else.
-        _ => return call.reject(server, Refusal::Internal),
-    };
-    let commit = match server.commit_from(op, call.origin).await {
-        Ok(commit) => commit,
-        Err(refusal) => return call.reject(server, refusal),
+        return call.reject(server, Refusal::Internal);
     };
     server.end_sessions_of(user_id, changer);
     let empty = crate::outcome::Body::Value(Box::new(Empty));

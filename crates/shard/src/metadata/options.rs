@@ -8,6 +8,7 @@
 //! encryption here), a finite `max_topic_size` below the segment size `1019`. Both dialects
 //! get the 0.12.2 catalog: the 0.11.0 client only ever sends a subset of it.
 
+use proto::Dialect;
 use proto::codec::WireName;
 use proto::commands::system::{OptionDescriptor, OptionDescriptors, OptionScope};
 use proto::primitives::{HeaderKind, OptionsBlock, TlvEntry};
@@ -451,6 +452,38 @@ fn string_entry(text: &'static str) -> TlvEntry {
     TlvEntry::string(text).expect("catalog strings are 1..=255 bytes")
 }
 
+/// The topic keys of the 0.11.0 catalog (PROTOCOL.md §12.3), the only keys that dialect
+/// accepts: it has no stream or user keys, and no `name`, `partition_resize_policy` or
+/// `replication_factor`.
+const LEGACY_TOPIC_KEYS: [&str; 9] = [
+    "compression_algorithm",
+    "message_expiry",
+    "max_topic_size",
+    "segment_size",
+    "durability",
+    "consumer_offset_durability",
+    "messages_required_to_save",
+    "size_of_messages_required_to_save",
+    "preallocate_segments",
+];
+
+/// The `DESCRIBE_OPTIONS` catalog of `scope` for a client of `dialect`: a 0.11.0 client is
+/// described only the keys it may send.
+pub fn option_descriptors_for(
+    dialect: Dialect,
+    scope: OptionScope,
+    defaults: &TopicSettings,
+) -> OptionDescriptors {
+    let mut catalog = option_descriptors(scope, defaults);
+    if dialect == Dialect::V0_11_0 {
+        let known = |key: &str| scope == OptionScope::Topic && LEGACY_TOPIC_KEYS.contains(&key);
+        catalog
+            .0
+            .retain(|descriptor| known(descriptor.key.as_str()));
+    }
+    catalog
+}
+
 /// The `DESCRIBE_OPTIONS` catalog of `scope`, internal keys left out; topic defaults are
 /// the server's `defaults`.
 pub fn option_descriptors(scope: OptionScope, defaults: &TopicSettings) -> OptionDescriptors {
@@ -616,6 +649,21 @@ mod tests {
             5
         );
         assert_eq!(option_descriptors(OptionScope::User, &defaults).0.len(), 2);
+    }
+
+    #[test]
+    fn a_0_11_0_client_is_described_only_the_topic_keys_it_may_send() {
+        let defaults = TopicSettings::default();
+        let legacy = |scope| option_descriptors_for(Dialect::V0_11_0, scope, &defaults).0;
+        let keys: Vec<String> = legacy(OptionScope::Topic)
+            .iter()
+            .map(|descriptor| descriptor.key.as_str().to_owned())
+            .collect();
+        assert_eq!(keys, LEGACY_TOPIC_KEYS);
+        assert!(legacy(OptionScope::Stream).is_empty());
+        assert!(legacy(OptionScope::User).is_empty());
+        let current = option_descriptors_for(Dialect::V0_12_2, OptionScope::Topic, &defaults);
+        assert_eq!(current.0.len(), 12);
     }
 
     fn options(entries: &[(&str, TlvEntry)]) -> OptionsBlock {

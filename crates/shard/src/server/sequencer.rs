@@ -108,8 +108,11 @@ impl Server {
         // The op is applied to a copy first: the journal must only ever hold ops that apply.
         let mut next = Metadata::clone(&self.metadata.borrow());
         if let Err(error) = next.apply(&op) {
-            log::error!("metadata: {} does not apply: {error}", op.kind());
-            return Err(Refusal::Internal);
+            // Validated against the metadata before a change queued ahead of it committed
+            // (two clients creating the same name, or the next free id, at once): the
+            // caller validates again against the metadata that change left on every shard.
+            log::debug!("metadata: {} no longer applies: {error}", op.kind());
+            return Err(Refusal::Stale);
         }
         if let Some(replication) = self.replication() {
             // Cluster mode: the op is applied once a quorum has it, on every node, by the
