@@ -187,6 +187,22 @@ pub async fn accept_until<S, F>(
     shared.stop_and_drain(name).await;
 }
 
+/// Has the kernel end `stream` once bytes it sent stay unacknowledged for `timeout`,
+/// including while the peer's window stays shut (its zero-window probes count too): a peer
+/// that stopped reading. A transport whose library writes from buffers of its own cannot
+/// time every write itself: tungstenite flushes what it holds before it yields the next
+/// message, so a link waiting for that message waits on the flush, with no answer of its own
+/// left to time out. Best effort: a failure is logged and the transport's own timeouts stay.
+#[cfg(any(feature = "ws", feature = "tls"))]
+pub(crate) fn end_when_unacknowledged(stream: &TcpStream, timeout: Duration, name: &str) {
+    let millis = u32::try_from(timeout.as_millis())
+        .unwrap_or(u32::MAX)
+        .max(1);
+    if let Err(error) = rustix::net::sockopt::set_tcp_user_timeout(stream, millis) {
+        log::warn!("{name}: TCP_USER_TIMEOUT not set: {error}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

@@ -175,6 +175,22 @@ impl QuicServer {
     }
 }
 
+/// The connection's receive window before login: room for one frame of the unauthenticated
+/// limit and a little over (what QUIC adds around it), never more than `receive_window`.
+fn unauthenticated_window(config: &QuicConfig) -> u64 {
+    let frame = u64::from(
+        config
+            .unauthenticated_frame_size_max
+            .min(config.frame_size_max),
+    );
+    frame
+        .saturating_add(UNAUTHENTICATED_WINDOW_SLACK)
+        .min(config.receive_window)
+}
+
+/// What the window before login allows beyond one frame.
+const UNAUTHENTICATED_WINDOW_SLACK: u64 = 16 << 10;
+
 /// quinn's transport settings from the config.
 fn transport(config: &QuicConfig) -> Result<TransportConfig, ListenError> {
     let var = |key: &'static str, value: u64| {
@@ -189,7 +205,10 @@ fn transport(config: &QuicConfig) -> Result<TransportConfig, ListenError> {
         .max_concurrent_uni_streams(VarInt::from_u32(0))
         .initial_mtu(config.initial_mtu.max(1200))
         .send_window(config.send_window)
-        .receive_window(var("quic.receive_window", config.receive_window)?)
+        // A connection starts with the window of one unauthenticated frame: before login only
+        // one stream is read at a time, and the window bounds what a peer may send on the
+        // others meanwhile. The login opens `receive_window` (`Link::follow_login`).
+        .receive_window(var("quic.receive_window", unauthenticated_window(config))?)
         .stream_receive_window(var(
             "quic.stream_receive_window",
             config.stream_receive_window.min(config.receive_window),
@@ -297,6 +316,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
         let mut evicted = pin!(self.handler.evicted(self.state));
         let mut unauthenticated_since = accepted;
         let mut authenticated = self.handler.authenticated(self.state);
+        if authenticated {
+            self.follow_login(connection, true);
+        }
         let mut stopping = false;
         loop {
             let grace_end =
@@ -323,6 +345,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
                         // A logout: the grace starts again for the next login.
                         unauthenticated_since = Instant::now();
                     }
+                    if authenticated != now {
+                        self.follow_login(connection, now);
+                    }
                     authenticated = now;
                     if stopping && pending.is_empty() {
                         return Ended::Stopping;
@@ -332,6 +357,20 @@ impl<H: ConnectionHandler> Link<'_, H> {
                 Event::Stopping => stopping = true,
                 Event::LoginTimedOut => return Ended::LoginTimedOut,
             }
+        }
+    }
+
+    /// Opens the connection's receive window to `receive_window` at a login, and closes it to
+    /// one unauthenticated frame again at a logout (credit already granted stays granted).
+    fn follow_login(&self, connection: &Connection, authenticated: bool) {
+        let window = if authenticated {
+            self.config.receive_window
+        } else {
+            unauthenticated_window(&self.config)
+        };
+        // `transport` checked `receive_window` as a VarInt, and the other is below it.
+        if let Ok(window) = VarInt::from_u64(window) {
+            connection.set_receive_window(window);
         }
     }
 

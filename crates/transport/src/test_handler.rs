@@ -1,8 +1,9 @@
 //! The scripted handler and request frames the WebSocket, QUIC and TCP-with-TLS loop tests
 //! share: request 1 waits until request 2 has been handled (so an answer in order proves
-//! nothing was handled concurrently), a body `login` logs the handler in, a body `reply:N`
-//! is answered with N bytes (a large answer from a small request), and every other answer
-//! echoes the request body, its first half as the reply body and the rest as the tail.
+//! nothing was handled concurrently), a body `login` logs the handler in (after 20 ms, as a
+//! password check takes a while), a body `reply:N` is answered with N bytes (a large answer
+//! from a small request), and every other answer echoes the request body, its first half as
+//! the reply body and the rest as the tail.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -81,6 +82,9 @@ impl ConnectionHandler for Scripted {
             self.second_seen.set(true);
         }
         if body == b"login" {
+            // A real login waits for its password hash: the reader is already waiting for
+            // the next frame by the time the login is answered.
+            compio::time::sleep(Duration::from_millis(20)).await;
             self.logged_in.set(true);
         }
         let asked = body.strip_prefix(b"reply:").and_then(|length| {

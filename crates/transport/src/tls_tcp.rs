@@ -128,6 +128,7 @@ async fn serve_connection<H: ConnectionHandler>(
     shared: Rc<Shared>,
 ) {
     let _ = stream.set_nodelay(true);
+    crate::listen::end_when_unacknowledged(&stream, config.write_timeout, "tcp+tls");
     let accepted = Instant::now();
     let stream = match compio::time::timeout(config.handshake_grace, acceptor.accept(stream)).await
     {
@@ -178,7 +179,7 @@ async fn serve_connection<H: ConnectionHandler>(
 
 /// Reads frames in order into `sender` until the peer closes, reading fails, a frame is
 /// refused or the link stops taking them. A frame's size is checked against `size_max()`
-/// (read when its header arrives) before its body is read.
+/// before its body is read.
 async fn read_frames<R: AsyncRead + Unpin>(
     mut reader: R,
     size_max: impl Fn() -> u32,
@@ -186,7 +187,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
     mut sender: mpsc::Sender<Piece>,
 ) {
     loop {
-        let piece = read_frame(&mut reader, size_max(), frame_read_timeout).await;
+        let piece = read_frame(&mut reader, &size_max, frame_read_timeout).await;
         let last = !matches!(piece, Piece::Frame(_));
         if sender.send(piece).await.is_err() || last {
             return;
@@ -194,9 +195,17 @@ async fn read_frames<R: AsyncRead + Unpin>(
     }
 }
 
+/// Bytes of a body read before the frame grows for more: a header whose body never comes
+/// holds this much, not what it declared.
+const BODY_FIRST_PART_BYTES: usize = 64 << 10;
+
+/// Reads one frame. Its limit is `size_max()` as it is once the header arrived, not when the
+/// read began: the reader waits for a frame while its predecessor is answered, and a login's
+/// answer raises the limit for the frame after it. The body grows the frame as it arrives,
+/// at most doubling it, so memory follows the bytes sent rather than the size declared.
 async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
-    size_max: u32,
+    size_max: &impl Fn() -> u32,
     frame_read_timeout: Duration,
 ) -> Piece {
     let mut frame = vec![0_u8; HEADER_SIZE];
@@ -213,13 +222,18 @@ async fn read_frame<R: AsyncRead + Unpin>(
     }
     let mut header = Box::new([0_u8; HEADER_SIZE]);
     header.copy_from_slice(&frame);
-    let prefix = match crate::frame::request_prefix(&frame, size_max) {
+    let prefix = match crate::frame::request_prefix(&frame, size_max()) {
         Ok(prefix) => prefix,
         Err((kind, error)) => return Piece::Refused((header, kind, error.to_string())),
     };
-    frame.resize(HEADER_SIZE + prefix.body_length(), 0);
-    if let Err(piece) = read_until(reader, &mut frame[HEADER_SIZE..], deadline).await {
-        return piece;
+    let end = HEADER_SIZE + prefix.body_length();
+    while frame.len() < end {
+        let filled = frame.len();
+        let part_end = end.min((filled - HEADER_SIZE).max(BODY_FIRST_PART_BYTES) + filled);
+        frame.resize(part_end, 0);
+        if let Err(piece) = read_until(reader, &mut frame[filled..], deadline).await {
+            return piece;
+        }
     }
     Piece::Frame(Bytes::from(frame))
 }

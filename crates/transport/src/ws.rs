@@ -202,6 +202,7 @@ async fn serve_connection<H: ConnectionHandler>(
     shared: Rc<Shared>,
 ) {
     let _ = stream.set_nodelay(true);
+    crate::listen::end_when_unacknowledged(&stream, config.write_timeout, "websocket");
     let accepted = Instant::now();
     let meter = Rc::new(ReadMeter::new(metered::unauthenticated_read_max(
         config.unauthenticated_frame_size_max,

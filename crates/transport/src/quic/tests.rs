@@ -236,3 +236,35 @@ fn answers_a_client_does_not_read_are_reset_after_the_write_timeout() {
         assert_eq!(reply(&exchange(&other, request(4, b"again")).await).0, 4);
     });
 }
+
+/// Before login a connection's receive window holds one unauthenticated frame: while the
+/// server reads its one stream, what a client pushes on others stalls in the client, not in
+/// the server's memory. A login opens the window: a large frame then goes through.
+#[test]
+fn the_receive_window_before_login_holds_one_small_frame() {
+    serve_until_done(Scripted::logging_in(), |address| async move {
+        let (_endpoint, connection) = connect(address).await;
+        // A frame begun on the first stream and not finished: the server reads it.
+        let (mut first, _first_recv) = connection.open_bi_wait().await.unwrap();
+        let begun = request(1, &[b'x'; 100]);
+        first
+            .write_all_chunks(&mut [begun[..HEADER_SIZE].to_vec().into()])
+            .await
+            .unwrap();
+        let (mut second, _second_recv) = connection.open_bi_wait().await.unwrap();
+        let mut chunks = [vec![7_u8; 900 << 10].into()];
+        let pushed = second.write_all_chunks(&mut chunks);
+        let stalled = compio::time::timeout(Duration::from_millis(500), pushed).await;
+        assert!(stalled.is_err(), "900 KiB went out before any login");
+        drop(connection);
+
+        let (_endpoint, connection) = connect(address).await;
+        assert_eq!(
+            reply(&exchange(&connection, request(5, b"login")).await).0,
+            5
+        );
+        let body = vec![b'y'; 900 << 10];
+        let answer = exchange(&connection, request(6, &body)).await;
+        assert_eq!(reply(&answer), (6, body));
+    });
+}

@@ -7,6 +7,11 @@
 //! fit waits, which stops reading that connection (TCP backpressure), until answered requests
 //! give memory back; there is no fallback to the heap. Only a body larger than the largest
 //! class (512 MiB, above any sane `message_bus.max_message_size`) is read into a `Vec`.
+//!
+//! Memory is taken as a body's bytes arrive, not as its header declares: a large body is
+//! read [`FIRST_PART_BYTES`] first, then into buffers at most [`GROWTH`] times what has come,
+//! each taking over the bytes before it. A header declaring 64 MiB and no body behind it
+//! holds 256 KiB, so cheap headers cannot empty the pool for everyone else.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -107,8 +112,18 @@ impl Deref for Body {
     }
 }
 
-/// Reads a body of `length` bytes into a pool buffer; the bytes must arrive by `deadline`
-/// (time spent waiting for pool memory does not count: that wait is the server's).
+/// What of a large body is read before more pool memory is taken for it: all a header
+/// whose body never comes can hold. A batch of a thousand 1 KB messages needs one more part.
+const FIRST_PART_BYTES: usize = 256 << 10;
+
+/// Each further part grows the buffer to at most this many times the bytes already come:
+/// a connection holds at most four times what its client sent, and the copies into each
+/// larger buffer add up to at most a third of the body.
+const GROWTH: usize = 4;
+
+/// Reads a body of `length` bytes into a pool buffer, taking memory as the bytes arrive
+/// (module docs); the bytes must arrive by `deadline` (time spent waiting for pool memory
+/// does not count: that wait is the server's).
 pub(super) async fn read_body(
     stream: &mut TcpStream,
     length: usize,
@@ -118,47 +133,79 @@ pub(super) async fn read_body(
     if length == 0 {
         return Ok(Body::Heap(Vec::new()));
     }
-    let waited_from = Instant::now();
-    let Some(buffer) = acquire(pool, length).await else {
+    if pool::bucket_for(length).is_none() {
         return read_heap_until(stream, length, deadline)
             .await
             .map(Body::Heap);
-    };
-    let deadline = deadline + waited_from.elapsed();
-    let read = read_all(stream, buffer, length);
-    let BufResult(result, buffer) = within(deadline, "a frame body", read).await?;
-    finish(result).map(|()| Body::Pooled(buffer))
+    }
+    let mut deadline = deadline;
+    // The bytes come so far, in the buffer the next part replaces.
+    let mut come: Option<Buffer> = None;
+    loop {
+        let received = come.as_ref().map_or(0, |buffer| buffer.len());
+        let part_end = if received == 0 {
+            length.min(FIRST_PART_BYTES)
+        } else {
+            length.min(received.saturating_mul(GROWTH))
+        };
+        let waited_from = Instant::now();
+        // `length` fits a class (checked above), so every smaller part does too.
+        let Some(mut buffer) = acquire(pool, part_end).await else {
+            return Err(Ended::Io(io::ErrorKind::OutOfMemory.into()));
+        };
+        deadline += waited_from.elapsed();
+        if let Some(previous) = come.take() {
+            buffer.extend_from_slice(&previous);
+        }
+        let read = read_all(stream, buffer, received, part_end);
+        let BufResult(result, buffer) = within(deadline, "a frame body", read).await?;
+        finish(result)?;
+        if part_end == length {
+            return Ok(Body::Pooled(buffer));
+        }
+        come = Some(buffer);
+    }
 }
 
-/// Fills `buffer` with exactly `length` bytes: one `recv` with `MSG_WAITALL`, which the
-/// kernel completes only once all of them arrived (a large body comes in many segments;
-/// without it every segment was a completion and a resubmission), then plain reads for
-/// whatever a signal or a short return left.
-async fn read_all(stream: &mut TcpStream, buffer: Buffer, length: usize) -> BufResult<(), Buffer> {
+/// Fills bytes `from..to` of `buffer`: one `recv` with `MSG_WAITALL`, which the kernel
+/// completes only once all of them arrived (a large body comes in many segments; without
+/// it every segment was a completion and a resubmission), then plain reads for whatever a
+/// signal or a short return left. The buffer's length is `to` once it returns `Ok`.
+async fn read_all(
+    stream: &mut TcpStream,
+    buffer: Buffer,
+    from: usize,
+    to: usize,
+) -> BufResult<(), Buffer> {
     use compio::driver::ToSharedFd;
     use compio::driver::op::{Recv, RecvFlags};
     let op = Recv::new(
         stream.to_shared_fd(),
-        buffer.slice(..length),
+        buffer.slice(from..to),
         RecvFlags::WAITALL,
     );
     let BufResult(result, slice) = compio::runtime::submit(op).await.into_inner();
-    let mut slice = slice.into_inner();
+    let mut buffer = slice.into_inner();
     let received = match result {
-        Ok(received) => received.min(length),
-        Err(error) => return BufResult(Err(error), slice),
+        Ok(received) => received.min(to - from),
+        Err(error) => return BufResult(Err(error), buffer),
     };
     if received == 0 {
-        return BufResult(Err(io::ErrorKind::UnexpectedEof.into()), slice);
+        return BufResult(Err(io::ErrorKind::UnexpectedEof.into()), buffer);
     }
     // A pool buffer is initialised to its capacity, so its length may move freely.
-    slice.set_len(received);
-    if received == length {
-        return BufResult(Ok(()), slice);
+    let filled = from + received;
+    buffer.set_len(filled);
+    if filled == to {
+        return BufResult(Ok(()), buffer);
     }
-    let rest = stream.read_exact(slice.slice(received..length));
+    let rest = stream.read_exact(buffer.slice(filled..to));
     let BufResult(result, rest) = rest.await;
-    BufResult(result, rest.into_inner())
+    let mut buffer = rest.into_inner();
+    if result.is_ok() {
+        buffer.set_len(to);
+    }
+    BufResult(result, buffer)
 }
 
 /// Reads a frame header: waits for its first bytes as `login` says, then for the rest within
@@ -286,9 +333,51 @@ fn finish(result: io::Result<()>) -> Result<(), Ended> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
     use std::rc::Rc;
+    use std::time::{Duration, Instant};
 
-    use super::{UNAUTHENTICATED_BUDGET_BYTES, UnauthenticatedBudget};
+    use pool::{Pool, PoolConfig};
+
+    use super::{FIRST_PART_BYTES, UNAUTHENTICATED_BUDGET_BYTES, UnauthenticatedBudget};
+
+    /// A header declaring 8 MiB with a few bytes behind it holds the first part of the pool
+    /// and no more while the rest does not come; the body, read in growing parts, arrives
+    /// whole and in order.
+    #[test]
+    fn a_large_body_takes_pool_memory_as_its_bytes_arrive() {
+        let runtime = compio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let length = 8 << 20;
+            let body: Vec<u8> = (0..length)
+                .map(|index| u8::try_from(index % 251).unwrap())
+                .collect();
+            let (rest_tx, rest_rx) = std::sync::mpsc::channel::<()>();
+            let sent = body.clone();
+            let client = std::thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(address).unwrap();
+                stream.write_all(&sent[..1000]).unwrap();
+                rest_rx.recv().unwrap();
+                stream.write_all(&sent[1000..]).unwrap();
+                stream
+            });
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let pool = Pool::new(PoolConfig::default()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut read = std::pin::pin!(super::read_body(&mut stream, length, &pool, deadline));
+            let early = compio::time::timeout(Duration::from_millis(300), &mut read).await;
+            assert!(early.is_err(), "the body is not all there");
+            assert_eq!(pool.allocated_bytes(), FIRST_PART_BYTES as u64);
+            rest_tx.send(()).unwrap();
+            let Ok(read) = read.await else {
+                panic!("the body did not arrive");
+            };
+            assert!(*read == body[..], "the body arrived whole and in order");
+            drop(client.join().unwrap());
+        });
+    }
 
     #[test]
     fn the_unauthenticated_budget_refuses_past_its_size_and_returns_on_drop() {

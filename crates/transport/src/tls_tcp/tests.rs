@@ -195,3 +195,22 @@ fn bad_frames_and_plaintext_clients_end_only_their_own_connection() {
         assert_eq!(reply(&mut good), (2, b"after".to_vec()));
     });
 }
+
+/// The frame after a login is sized by the login's answer, not by what the connection was
+/// when the reader began waiting for it: a first request over the unauthenticated limit is
+/// served. Its body, larger than the first part read, arrives whole across parts.
+#[test]
+fn the_first_frame_after_a_login_has_the_authenticated_limit() {
+    let files = Files::new("after-login");
+    let cert_file = files.cert_file.clone();
+    serve_until_done(&files, move |address| {
+        let mut client = connect(address, &cert_file);
+        client.write_all(&request(5, b"login")).unwrap();
+        assert_eq!(reply(&mut client), (5, b"login".to_vec()));
+        let body: Vec<u8> = (0..300_000_u32)
+            .map(|index| u8::try_from(index % 251).unwrap())
+            .collect();
+        client.write_all(&request(6, &body)).unwrap();
+        assert_eq!(reply(&mut client), (6, body));
+    });
+}

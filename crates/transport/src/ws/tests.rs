@@ -341,6 +341,50 @@ fn a_client_that_stops_reading_is_dropped_after_the_write_timeout() {
     });
 }
 
+/// A client that pipelines requests for small answers and then stops reading (and sending)
+/// is ended within a few write timeouts. Against the server, such a link waited in its read
+/// for good: tungstenite flushes what it holds before it yields the next message, so with
+/// every answer handed over the link had nothing of its own left to time out; the kernel's
+/// unacknowledged-data timeout (`end_when_unacknowledged`) ends it now. Here the link's own
+/// send may time out first; either way the connection must not stay.
+#[test]
+fn a_client_that_stops_reading_small_answers_is_dropped_after_the_write_timeout() {
+    let config = WsConfig {
+        write_timeout: Duration::from_millis(400),
+        in_flight_max: 1024,
+        ..config()
+    };
+    serve_with(config, Scripted::default(), |address| {
+        let mut deaf = connect(address);
+        deaf.get_mut()
+            .set_write_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        // Pipelines answers of 1 KiB until its own sends block.
+        let started = Instant::now();
+        let mut number = 3;
+        while started.elapsed() < Duration::from_secs(10) {
+            let sent = deaf.send(Message::binary(request(number, b"reply:1500")));
+            if sent.is_err() {
+                break;
+            }
+            number += 1;
+        }
+        // Reads nothing (reading would let the server go on), then finds the connection
+        // reset: a write fails at once instead of blocking behind the full window.
+        std::thread::sleep(Duration::from_secs(4));
+        let stream = deaf.get_mut();
+        let written = std::io::Write::write(stream, &[0; 1024]);
+        let kind = written.map_or_else(|error| error.kind(), |_| std::io::ErrorKind::Other);
+        assert!(
+            matches!(
+                kind,
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            ),
+            "the server ended the connection: {kind:?}"
+        );
+    });
+}
+
 #[test]
 fn a_client_that_stops_reading_is_dropped_early_while_replies_wait_for_memory() {
     // The write timeout alone would hold the replies for half a minute.
