@@ -122,8 +122,9 @@ const FIRST_PART_BYTES: usize = 256 << 10;
 const GROWTH: usize = 4;
 
 /// Reads a body of `length` bytes into a pool buffer, taking memory as the bytes arrive
-/// (module docs); the bytes must arrive by `deadline` (time spent waiting for pool memory
-/// does not count: that wait is the server's).
+/// (module docs); the bytes must arrive by `deadline`. Time spent waiting for the first
+/// part's memory does not count (that wait is the server's, and holds nothing); a wait for
+/// a larger part does.
 pub(super) async fn read_body(
     stream: &mut TcpStream,
     length: usize,
@@ -149,11 +150,20 @@ pub(super) async fn read_body(
             length.min(received.saturating_mul(GROWTH))
         };
         let waited_from = Instant::now();
+        let acquired = if received == 0 {
+            let acquired = acquire(pool, part_end).await;
+            deadline += waited_from.elapsed();
+            acquired
+        } else {
+            // A wait for a larger part holds the part before it, so it is bounded by the
+            // deadline: were the pool all taken by parts waiting to grow, none would ever be
+            // answered to give memory back, and the frame timeout is what ends that.
+            within(deadline, "memory for a frame body", acquire(pool, part_end)).await?
+        };
         // `length` fits a class (checked above), so every smaller part does too.
-        let Some(mut buffer) = acquire(pool, part_end).await else {
+        let Some(mut buffer) = acquired else {
             return Err(Ended::Io(io::ErrorKind::OutOfMemory.into()));
         };
-        deadline += waited_from.elapsed();
         if let Some(previous) = come.take() {
             buffer.extend_from_slice(&previous);
         }
@@ -376,6 +386,49 @@ mod tests {
             };
             assert!(*read == body[..], "the body arrived whole and in order");
             drop(client.join().unwrap());
+        });
+    }
+
+    /// Two bodies whose next parts the pool cannot hold together, each holding the part
+    /// before: neither can grow until the other gives memory back, which only its deadline
+    /// makes it do. Both end by their deadline instead of waiting for each other for good.
+    #[test]
+    fn bodies_waiting_to_grow_in_a_full_pool_end_by_their_deadline() {
+        let runtime = compio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let length = 4 << 20;
+            let clients = std::thread::spawn(move || {
+                let streams: Vec<std::net::TcpStream> = (0..2)
+                    .map(|_| {
+                        let mut stream = std::net::TcpStream::connect(address).unwrap();
+                        // A quarter of the body and more: past its second part, then silence.
+                        stream.write_all(&vec![1_u8; (1 << 20) + 4096]).unwrap();
+                        stream
+                    })
+                    .collect();
+                std::thread::sleep(Duration::from_secs(2));
+                drop(streams);
+            });
+            let (mut first, _) = listener.accept().await.unwrap();
+            let (mut second, _) = listener.accept().await.unwrap();
+            // Room for both second parts (1 MiB each) and a little, not for a third (4 MiB).
+            let pool = Pool::new_unchecked(PoolConfig {
+                size_bytes: 3 << 20,
+                ..PoolConfig::default()
+            });
+            let deadline = Instant::now() + Duration::from_secs(1);
+            let both = futures_util::future::join(
+                super::read_body(&mut first, length, &pool, deadline),
+                super::read_body(&mut second, length, &pool, deadline),
+            );
+            let ended = compio::time::timeout(Duration::from_secs(4), both).await;
+            let Ok((first, second)) = ended else {
+                panic!("the two bodies waited for each other past their deadline");
+            };
+            assert!(first.is_err() && second.is_err(), "neither body came whole");
+            clients.join().unwrap();
         });
     }
 
