@@ -147,3 +147,28 @@ fn a_purge_raced_by_a_partition_delete_succeeds() {
         assert_eq!(purge_reply, Ok(None));
     });
 }
+
+/// Many clients creating streams of different names at once all commit: each commit that
+/// goes first makes the rest validate again, for as many rounds as there are clients.
+#[test]
+fn a_crowd_of_creates_all_commit() {
+    let fixture = fixture();
+    let server = &fixture.server;
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        root_user(server).await;
+        let dialect = Dialect::V0_12_2;
+        let started = std::time::Instant::now();
+        let creates = (0..CROWD).map(|index| async move {
+            let mut own = connection(server, 0, dialect);
+            let create = stream(&format!("stream-{index}"));
+            call(server, &mut own, CommandCode::CreateStream, &create).await
+        });
+        let replies = futures_util::future::join_all(creates).await;
+        eprintln!("{CROWD} creates in {:?}", started.elapsed());
+        assert!(replies.iter().all(Result::is_ok), "{replies:?}");
+        assert_eq!(server.metadata.borrow().streams.len(), CROWD);
+    });
+}
+
+/// Clients in [`a_crowd_of_creates_all_commit`].
+const CROWD: usize = 200;
