@@ -207,7 +207,7 @@ fn transport(config: &QuicConfig) -> Result<TransportConfig, ListenError> {
         .send_window(config.send_window)
         // A connection starts with the window of one unauthenticated frame: before login only
         // one stream is read at a time, and the window bounds what a peer may send on the
-        // others meanwhile. The login opens `receive_window` (`Link::follow_login`).
+        // others meanwhile. Its first login opens `receive_window` (`Link::open_window`).
         .receive_window(var("quic.receive_window", unauthenticated_window(config))?)
         .stream_receive_window(var(
             "quic.stream_receive_window",
@@ -316,8 +316,9 @@ impl<H: ConnectionHandler> Link<'_, H> {
         let mut evicted = pin!(self.handler.evicted(self.state));
         let mut unauthenticated_since = accepted;
         let mut authenticated = self.handler.authenticated(self.state);
+        let mut window_open = false;
         if authenticated {
-            self.follow_login(connection, true);
+            window_open = self.open_window(connection);
         }
         let mut stopping = false;
         loop {
@@ -345,8 +346,8 @@ impl<H: ConnectionHandler> Link<'_, H> {
                         // A logout: the grace starts again for the next login.
                         unauthenticated_since = Instant::now();
                     }
-                    if authenticated != now {
-                        self.follow_login(connection, now);
+                    if now && !window_open {
+                        window_open = self.open_window(connection);
                     }
                     authenticated = now;
                     if stopping && pending.is_empty() {
@@ -360,18 +361,18 @@ impl<H: ConnectionHandler> Link<'_, H> {
         }
     }
 
-    /// Opens the connection's receive window to `receive_window` at a login, and closes it to
-    /// one unauthenticated frame again at a logout (credit already granted stays granted).
-    fn follow_login(&self, connection: &Connection, authenticated: bool) {
-        let window = if authenticated {
-            self.config.receive_window
-        } else {
-            unauthenticated_window(&self.config)
+    /// Opens the connection's receive window to `receive_window` at its first login; says
+    /// whether it did. Once: quinn cannot take back credit it granted (a smaller window only
+    /// stops new credit until the peer has used it up), and a window set again after a
+    /// logout grows by the whole window on top of what is left, so a connection that logs
+    /// out keeps the window it had, as it keeps its connection.
+    fn open_window(&self, connection: &Connection) -> bool {
+        // `transport` checked `receive_window` as a VarInt.
+        let Ok(window) = VarInt::from_u64(self.config.receive_window) else {
+            return false;
         };
-        // `transport` checked `receive_window` as a VarInt, and the other is below it.
-        if let Ok(window) = VarInt::from_u64(window) {
-            connection.set_receive_window(window);
-        }
+        connection.set_receive_window(window);
+        true
     }
 
     /// Waits for the next stream (when `accept`), finished stream, eviction, shutdown (until

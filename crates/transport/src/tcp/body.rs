@@ -122,9 +122,13 @@ const FIRST_PART_BYTES: usize = 256 << 10;
 const GROWTH: usize = 4;
 
 /// Reads a body of `length` bytes into a pool buffer, taking memory as the bytes arrive
-/// (module docs); the bytes must arrive by `deadline`. Time spent waiting for the first
-/// part's memory does not count (that wait is the server's, and holds nothing); a wait for
-/// a larger part does.
+/// (module docs); the bytes must arrive by `deadline`, and time spent waiting for pool
+/// memory does not count (that wait is the server's).
+///
+/// No part is held while the pool is waited for: were every part waiting for another's
+/// memory to grow, none would ever be answered to give memory back. A part that cannot grow
+/// at once moves to the heap (it is bytes the client sent, at most a quarter of the body),
+/// and the body waits, holding nothing of the pool, for a buffer of its whole length.
 pub(super) async fn read_body(
     stream: &mut TcpStream,
     length: usize,
@@ -144,37 +148,48 @@ pub(super) async fn read_body(
     let mut come: Option<Buffer> = None;
     loop {
         let received = come.as_ref().map_or(0, |buffer| buffer.len());
-        let part_end = if received == 0 {
-            length.min(FIRST_PART_BYTES)
-        } else {
-            length.min(received.saturating_mul(GROWTH))
+        let (mut buffer, part_end) = match come.take() {
+            None => {
+                let part_end = length.min(FIRST_PART_BYTES);
+                (wait_for(pool, part_end, &mut deadline).await?, part_end)
+            }
+            Some(previous) => {
+                let part_end = length.min(received.saturating_mul(GROWTH));
+                match pool.acquire(part_end) {
+                    Ok(mut buffer) => {
+                        buffer.extend_from_slice(&previous);
+                        (buffer, part_end)
+                    }
+                    Err(_exhausted) => {
+                        let come_bytes = previous.to_vec();
+                        drop(previous);
+                        let mut whole = wait_for(pool, length, &mut deadline).await?;
+                        whole.extend_from_slice(&come_bytes);
+                        (whole, length)
+                    }
+                }
+            }
         };
-        let waited_from = Instant::now();
-        let acquired = if received == 0 {
-            let acquired = acquire(pool, part_end).await;
-            deadline += waited_from.elapsed();
-            acquired
-        } else {
-            // A wait for a larger part holds the part before it, so it is bounded by the
-            // deadline: were the pool all taken by parts waiting to grow, none would ever be
-            // answered to give memory back, and the frame timeout is what ends that.
-            within(deadline, "memory for a frame body", acquire(pool, part_end)).await?
-        };
-        // `length` fits a class (checked above), so every smaller part does too.
-        let Some(mut buffer) = acquired else {
-            return Err(Ended::Io(io::ErrorKind::OutOfMemory.into()));
-        };
-        if let Some(previous) = come.take() {
-            buffer.extend_from_slice(&previous);
-        }
+        debug_assert_eq!(buffer.len(), received, "a part starts with the bytes come");
         let read = read_all(stream, buffer, received, part_end);
-        let BufResult(result, buffer) = within(deadline, "a frame body", read).await?;
+        let BufResult(result, read) = within(deadline, "a frame body", read).await?;
         finish(result)?;
+        buffer = read;
         if part_end == length {
             return Ok(Body::Pooled(buffer));
         }
         come = Some(buffer);
     }
+}
+
+/// A pool buffer of `length` bytes, waiting while the pool is exhausted; the wait moves
+/// `deadline` on by its length.
+async fn wait_for(pool: &Pool, length: usize, deadline: &mut Instant) -> Result<Buffer, Ended> {
+    let waited_from = Instant::now();
+    let acquired = acquire(pool, length).await;
+    *deadline += waited_from.elapsed();
+    // The body's length fits a class (`read_body` checked), so every part does too.
+    acquired.ok_or_else(|| Ended::Io(io::ErrorKind::OutOfMemory.into()))
 }
 
 /// Fills bytes `from..to` of `buffer`: one `recv` with `MSG_WAITALL`, which the kernel
@@ -390,44 +405,64 @@ mod tests {
     }
 
     /// Two bodies whose next parts the pool cannot hold together, each holding the part
-    /// before: neither can grow until the other gives memory back, which only its deadline
-    /// makes it do. Both end by their deadline instead of waiting for each other for good.
+    /// before: had they waited holding them, neither could grow until the other gave memory
+    /// back, and none would. The part moves to the heap instead and the body waits for its
+    /// whole length holding nothing of the pool: both come whole once their clients send
+    /// the rest, one after the other.
     #[test]
-    fn bodies_waiting_to_grow_in_a_full_pool_end_by_their_deadline() {
+    fn bodies_that_cannot_grow_in_a_full_pool_wait_holding_nothing() {
         let runtime = compio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
             let listener = compio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap();
-            let length = 4 << 20;
+            let length = 2 << 20;
+            let body: Vec<u8> = (0..length)
+                .map(|index| u8::try_from(index % 251).unwrap())
+                .collect();
+            let sent = body.clone();
             let clients = std::thread::spawn(move || {
-                let streams: Vec<std::net::TcpStream> = (0..2)
+                let mut streams: Vec<std::net::TcpStream> = (0..2)
                     .map(|_| {
                         let mut stream = std::net::TcpStream::connect(address).unwrap();
-                        // A quarter of the body and more: past its second part, then silence.
-                        stream.write_all(&vec![1_u8; (1 << 20) + 4096]).unwrap();
+                        // Past the first part (256 KiB), then a pause, then the rest.
+                        stream.write_all(&sent[..(300 << 10)]).unwrap();
                         stream
                     })
                     .collect();
+                std::thread::sleep(Duration::from_millis(300));
+                for stream in &mut streams {
+                    stream.write_all(&sent[(300 << 10)..]).unwrap();
+                }
                 std::thread::sleep(Duration::from_secs(2));
                 drop(streams);
             });
             let (mut first, _) = listener.accept().await.unwrap();
             let (mut second, _) = listener.accept().await.unwrap();
-            // Room for both second parts (1 MiB each) and a little, not for a third (4 MiB).
+            // Room for both first parts (256 KiB each) and one whole body (2 MiB), not for
+            // both second parts (1 MiB each) beside a whole body.
             let pool = Pool::new_unchecked(PoolConfig {
-                size_bytes: 3 << 20,
+                size_bytes: (2 << 20) + (512 << 10),
                 ..PoolConfig::default()
             });
-            let deadline = Instant::now() + Duration::from_secs(1);
-            let both = futures_util::future::join(
-                super::read_body(&mut first, length, &pool, deadline),
-                super::read_body(&mut second, length, &pool, deadline),
-            );
-            let ended = compio::time::timeout(Duration::from_secs(4), both).await;
-            let Ok((first, second)) = ended else {
-                panic!("the two bodies waited for each other past their deadline");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let read_first = async {
+                let read = super::read_body(&mut first, length, &pool, deadline).await;
+                // Answered: its memory goes back to the pool for the other body.
+                read.map(|read| read.to_vec())
             };
-            assert!(first.is_err() && second.is_err(), "neither body came whole");
+            let read_second = async {
+                let read = super::read_body(&mut second, length, &pool, deadline).await;
+                read.map(|read| read.to_vec())
+            };
+            let both = futures_util::future::join(read_first, read_second);
+            let ended = compio::time::timeout(Duration::from_secs(5), both).await;
+            let Ok((Ok(first), Ok(second))) = ended else {
+                panic!("the bodies did not both come whole in time");
+            };
+            assert!(
+                first == body && second == body,
+                "both arrived whole and in order"
+            );
             clients.join().unwrap();
         });
     }
