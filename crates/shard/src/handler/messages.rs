@@ -130,15 +130,16 @@ pub(crate) async fn handle(
             let request = (&fetch, client_id, number);
             fetch_messages(server, operation, commit, request, &room).await
         }
-        // The 0.11.0 flush (§12.2): answered as the reference does. Nothing waits in a buffer
-        // here anyway: an acknowledged send has reached the kernel (or the disk, by its
-        // topic's durability).
-        Request::FlushUnsavedBuffer(_) => {
-            let refusal = Refusal::Unavailable(Unavailable::Feature);
-            Outcome::refused(operation, refusal, commit)
-        }
+        Request::FlushUnsavedBuffer(_) => flush_unsaved_buffer(operation, commit),
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
+}
+
+/// The 0.11.0 `FLUSH_UNSAVED_BUFFER` (§12.2), answered `5` as the reference does. Nothing
+/// waits in a buffer here anyway: an acknowledged send has reached the kernel (or the disk,
+/// by its topic's durability).
+fn flush_unsaved_buffer(operation: Operation, commit: u64) -> Outcome {
+    Outcome::refused(operation, Refusal::Unavailable(Unavailable::Feature), commit)
 }
 
 /// Room for a reply of up to `bytes` in the connection's budget, then in the server's: a
