@@ -352,7 +352,7 @@ impl Config {
         let view = View(&table);
         let frame_size = view.size("message_bus.max_message_size")?;
         Ok(Self {
-            system_path: PathBuf::from(view.string("system.path")?),
+            system_path: view.system_path()?,
             io_backend: view.io_backend("system.io_backend")?,
             cpu_allocation: view.cpu_allocation("system.sharding.cpu_allocation")?,
             pin_cores: view.bool("system.sharding.pin_cores")?,
@@ -366,25 +366,26 @@ impl Config {
             tcp_enabled: view.bool("tcp.enabled")?,
             tcp_address: view.parsed("tcp.address")?,
             tcp_tls: view.tls("tcp.tls")?,
-            tcp_connections_max: view.count("tcp.max_connections")?,
+            tcp_connections_max: view.positive_count("tcp.max_connections")?,
             tcp_in_flight_max: view.count("tcp.max_in_flight_requests")?,
-            frame_size_max_bytes: frame_size_max(frame_size)?,
+            frame_size_max_bytes: frame_size_max(frame_size, FRAME_SIZE_FLOOR)?,
             unauthenticated_frame_size_max_bytes: frame_size_max(
                 view.size("message_bus.max_unauthenticated_message_size")?,
+                UNAUTHENTICATED_FRAME_SIZE_FLOOR,
             )
             .map_err(|error| rename_key(error, "message_bus.max_unauthenticated_message_size"))?,
-            handshake_grace: view.duration("message_bus.handshake_grace")?,
-            frame_read_timeout: view.duration("message_bus.frame_read_timeout")?,
-            write_timeout: view.duration("message_bus.write_timeout")?,
+            handshake_grace: view.positive_duration("message_bus.handshake_grace")?,
+            frame_read_timeout: view.positive_duration("message_bus.frame_read_timeout")?,
+            write_timeout: view.positive_duration("message_bus.write_timeout")?,
             tcp_connections_per_ip_max: view.count("tcp.max_connections_per_ip")?,
             websocket: WebSocketConfig {
                 enabled: view.bool("websocket.enabled")?,
                 address: view.parsed("websocket.address")?,
-                connections_max: view.count("websocket.max_connections")?,
+                connections_max: view.positive_count("websocket.max_connections")?,
                 read_buffer_size: view.size("websocket.read_buffer_size")?,
                 write_buffer_size: view.size("websocket.write_buffer_size")?,
-                write_buffer_size_max: view.size("websocket.max_write_buffer_size")?,
-                message_size_max: view.size("websocket.max_message_size")?,
+                write_buffer_size_max: view.positive_size("websocket.max_write_buffer_size")?,
+                message_size_max: view.positive_size("websocket.max_message_size")?,
                 frame_size_max: view.size("websocket.max_frame_size")?,
                 accept_unmasked_frames: view.bool("websocket.accept_unmasked_frames")?,
                 tls: view.tls("websocket.tls")?,
@@ -392,13 +393,13 @@ impl Config {
             quic: view.quic()?,
             http: view.http()?,
             cleaner_enabled: view.bool("data_maintenance.messages.cleaner_enabled")?,
-            cleaner_interval: view.duration("data_maintenance.messages.interval")?,
+            cleaner_interval: view.positive_duration("data_maintenance.messages.interval")?,
             login_failures_free: view.count("login.max_failures")?,
             login_backoff: view.duration("login.backoff")?,
             login_backoff_max: view.duration("login.max_backoff")?,
             rebalancing_timeout: view.duration("consumer_group.rebalancing_timeout")?,
             heartbeat_enabled: view.bool("heartbeat.enabled")?,
-            heartbeat_interval: view.duration("heartbeat.interval")?,
+            heartbeat_interval: view.positive_duration("heartbeat.interval")?,
             cluster: view.cluster()?,
             logging: view.logging(Path::new(&view.string("system.path")?))?,
             telemetry: view.telemetry()?,
@@ -428,15 +429,25 @@ impl Config {
     }
 }
 
-/// A frame must hold a header and fit the wire's `u32` size field.
-fn frame_size_max(bytes: u64) -> Result<u32, ConfigError> {
-    let invalid = |reason: &str| ConfigError::Invalid {
+/// The least `message_bus.max_message_size`: a header and a send of a small message.
+const FRAME_SIZE_FLOOR: u32 = 4096;
+
+/// The least `message_bus.max_unauthenticated_message_size`: a header and a login of the
+/// longest name and password the protocol allows (255 bytes each) with its client version
+/// and context.
+const UNAUTHENTICATED_FRAME_SIZE_FLOOR: u32 = 1024;
+
+/// A frame limit must hold what clients send (`floor`) and fit the wire's `u32` size field.
+fn frame_size_max(bytes: u64, floor: u32) -> Result<u32, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
         key: "message_bus.max_message_size".into(),
-        reason: reason.into(),
+        reason,
     };
-    let size = u32::try_from(bytes).map_err(|_overflow| invalid("over 4 GiB - 1"))?;
-    if size < 256 {
-        return Err(invalid("below the 256-byte header"));
+    let size = u32::try_from(bytes).map_err(|_overflow| invalid("over 4 GiB - 1".into()))?;
+    if size < floor {
+        return Err(invalid(format!(
+            "below {floor} bytes, too small for a client's login or send"
+        )));
     }
     Ok(size)
 }
@@ -703,12 +714,12 @@ impl View<'_> {
         Ok(QuicSettings {
             enabled: self.bool("quic.enabled")?,
             address: self.parsed("quic.address")?,
-            connections_max: self.count("quic.max_connections")?,
+            connections_max: self.positive_count("quic.max_connections")?,
             max_concurrent_bidi_streams: self.count("quic.max_concurrent_bidi_streams")?,
             initial_mtu: self.size("quic.initial_mtu")?,
-            send_window: self.size("quic.send_window")?,
-            receive_window: self.size("quic.receive_window")?,
-            stream_receive_window: self.size("quic.stream_receive_window")?,
+            send_window: self.positive_size("quic.send_window")?,
+            receive_window: self.positive_size("quic.receive_window")?,
+            stream_receive_window: self.positive_size("quic.stream_receive_window")?,
             keep_alive_interval: self.duration("quic.keep_alive_interval")?,
             max_idle_timeout: self.duration("quic.max_idle_timeout")?,
             socket_receive_buffer: self.size("quic.socket_receive_buffer")?,
@@ -739,10 +750,10 @@ impl View<'_> {
             enabled: self.bool("http.enabled")?,
             web_ui: self.bool("http.web_ui")?,
             address: self.parsed("http.address")?,
-            request_size_max: self.size("http.max_request_size")?,
-            connections_max: self.count("http.max_connections")?,
-            sessions_max: self.count("http.max_sessions")?,
-            sessions_per_user_max: self.count("http.max_sessions_per_user")?,
+            request_size_max: self.positive_size("http.max_request_size")?,
+            connections_max: self.positive_count("http.max_connections")?,
+            sessions_max: self.positive_count("http.max_sessions")?,
+            sessions_per_user_max: self.positive_count("http.max_sessions_per_user")?,
             idle_timeout: self.duration("http.idle_timeout")?,
             cors_enabled: self.bool("http.cors.enabled")?,
             cors_allowed_methods: self.strings("http.cors.allowed_methods")?,
@@ -811,6 +822,46 @@ impl View<'_> {
         parse_size(&text).ok_or_else(|| {
             Self::invalid(path, format!("`{text}` is not a size such as \"64 MiB\""))
         })
+    }
+
+    /// `system.path`: not empty (which would put the data in the working directory).
+    fn system_path(&self) -> Result<PathBuf, ConfigError> {
+        let path = self.string("system.path")?;
+        if path.trim().is_empty() {
+            return Err(Self::invalid("system.path", "empty"));
+        }
+        Ok(PathBuf::from(path))
+    }
+
+    /// A duration that must not be zero: a timeout or interval of 0 would end every
+    /// connection (or member) at once, where elsewhere in this file 0 means "none".
+    fn positive_duration(&self, path: &str) -> Result<Duration, ConfigError> {
+        let duration = self.duration(path)?;
+        if duration.is_zero() {
+            return Err(Self::invalid(path, "must be above 0"));
+        }
+        Ok(duration)
+    }
+
+    /// A size that must not be zero (a window, a buffer or a request limit of none).
+    fn positive_size(&self, path: &str) -> Result<u64, ConfigError> {
+        let size = self.size(path)?;
+        if size == 0 {
+            return Err(Self::invalid(path, "must be above 0"));
+        }
+        Ok(size)
+    }
+
+    /// A count that must not be zero (connections or sessions a listener admits: a listener
+    /// that admits none is turned off with its `enabled` key instead).
+    fn positive_count<T: TryFrom<i64>>(&self, path: &str) -> Result<T, ConfigError> {
+        if self.value(path)?.as_integer() == Some(0) {
+            return Err(Self::invalid(
+                path,
+                "must be above 0 (`enabled = false` turns it off)",
+            ));
+        }
+        self.count(path)
     }
 }
 

@@ -139,10 +139,7 @@ fn start() -> Result<(), StartError> {
         );
         return Ok(());
     }
-    let environment: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, _)| name.starts_with("IGGY_"))
-        .collect();
+    let environment = iggy_environment(std::env::vars_os())?;
     let config_path = cli
         .config
         .clone()
@@ -191,6 +188,27 @@ fn start() -> Result<(), StartError> {
 
 /// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
 /// configuration.
+/// The `IGGY_*` variables of `variables`. One whose value is not UTF-8 stops the start, named:
+/// dropped, its key would silently keep its default (another address, another directory).
+fn iggy_environment(
+    variables: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut environment = BTreeMap::new();
+    for (name, value) in variables {
+        let Some(name) = name.to_str().filter(|name| name.starts_with("IGGY_")) else {
+            continue;
+        };
+        let value = value
+            .into_string()
+            .map_err(|_not_utf8| ConfigError::Invalid {
+                key: name.to_owned(),
+                reason: "the value is not UTF-8".into(),
+            })?;
+        environment.insert(name.to_owned(), value);
+    }
+    Ok(environment)
+}
+
 fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError> {
     let path = &config.system_path;
     let error = |action, path: &Path| {
@@ -603,5 +621,33 @@ fn warn_if_connections_past_files(config: &Config, files: Option<u64>) {
              many connections, accepts and partition files fail until some close; raise the \
              hard limit (LimitNOFILE=, ulimit -Hn) or lower max_connections"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use super::iggy_environment;
+    use crate::config::ConfigError;
+
+    /// An `IGGY_*` variable whose value is not UTF-8 stops the start, named; others are
+    /// left alone whatever they hold.
+    #[test]
+    fn a_variable_that_is_not_utf8_is_refused_by_name() {
+        let variable =
+            |name: &str, value: &[u8]| (OsString::from(name), OsString::from_vec(value.to_vec()));
+        let fine = [
+            variable("IGGY_TCP_ADDRESS", b"127.0.0.1:9"),
+            variable("OTHER", b"\xff"),
+        ];
+        let environment = iggy_environment(fine.into_iter()).unwrap();
+        assert_eq!(environment.len(), 1);
+        let bad = [variable("IGGY_SYSTEM_PATH", b"/tmp/data\xe9")];
+        match iggy_environment(bad.into_iter()) {
+            Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "IGGY_SYSTEM_PATH"),
+            other => panic!("expected the variable refused, got {other:?}"),
+        }
     }
 }

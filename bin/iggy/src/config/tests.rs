@@ -245,3 +245,70 @@ fn the_io_backend_is_compio_unless_asked() {
     let error = Config::load(None, &bogus, BUILT).unwrap_err();
     assert!(error.to_string().contains("system.io_backend"), "{error}");
 }
+
+/// The key a start with `pairs` set in the environment is refused for.
+fn refused_key(pairs: &[(&str, &str)]) -> String {
+    match Config::load(None, &environment(pairs), BUILT) {
+        Err(ConfigError::Invalid { key, .. }) => key,
+        Err(other) => panic!("{pairs:?}: expected an invalid value, got {other}"),
+        Ok(_) => panic!("{pairs:?}: accepted"),
+    }
+}
+
+/// Values that would start a server unable to serve are refused, naming the key: timeouts
+/// of 0 (every connection ended at once), windows, buffers and admission limits of 0, a
+/// frame limit too small for a login, an empty data directory path.
+#[test]
+fn values_that_would_serve_nobody_are_refused() {
+    let cases = [
+        (
+            "IGGY_MESSAGE_BUS_HANDSHAKE_GRACE",
+            "0 s",
+            "message_bus.handshake_grace",
+        ),
+        (
+            "IGGY_MESSAGE_BUS_FRAME_READ_TIMEOUT",
+            "0 s",
+            "message_bus.frame_read_timeout",
+        ),
+        (
+            "IGGY_MESSAGE_BUS_WRITE_TIMEOUT",
+            "0 ms",
+            "message_bus.write_timeout",
+        ),
+        ("IGGY_HEARTBEAT_INTERVAL", "0 s", "heartbeat.interval"),
+        (
+            "IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE",
+            "256 B",
+            "message_bus.max_message_size",
+        ),
+        ("IGGY_QUIC_RECEIVE_WINDOW", "0 B", "quic.receive_window"),
+        ("IGGY_QUIC_SEND_WINDOW", "0 B", "quic.send_window"),
+        (
+            "IGGY_WEBSOCKET_MAX_MESSAGE_SIZE",
+            "0 B",
+            "websocket.max_message_size",
+        ),
+        ("IGGY_HTTP_MAX_REQUEST_SIZE", "0 B", "http.max_request_size"),
+        ("IGGY_HTTP_MAX_SESSIONS", "0", "http.max_sessions"),
+        ("IGGY_TCP_MAX_CONNECTIONS", "0", "tcp.max_connections"),
+        ("IGGY_QUIC_MAX_CONNECTIONS", "0", "quic.max_connections"),
+        ("IGGY_SYSTEM_PATH", "", "system.path"),
+    ];
+    for (variable, value, key) in cases {
+        assert_eq!(
+            refused_key(&[(variable, value)]),
+            key,
+            "{variable}={value:?}"
+        );
+    }
+    // The least values that still serve are taken.
+    let least = environment(&[
+        ("IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE", "4 KiB"),
+        ("IGGY_MESSAGE_BUS_MAX_UNAUTHENTICATED_MESSAGE_SIZE", "1 KiB"),
+        ("IGGY_TCP_MAX_CONNECTIONS", "1"),
+    ]);
+    let config = Config::load(None, &least, BUILT).unwrap();
+    assert_eq!(config.frame_size_max_bytes, 4096);
+    assert_eq!(config.tcp_connections_max, 1);
+}

@@ -139,7 +139,11 @@ pub(crate) async fn handle(
 /// waits in a buffer here anyway: an acknowledged send has reached the kernel (or the disk,
 /// by its topic's durability).
 fn flush_unsaved_buffer(operation: Operation, commit: u64) -> Outcome {
-    Outcome::refused(operation, Refusal::Unavailable(Unavailable::Feature), commit)
+    Outcome::refused(
+        operation,
+        Refusal::Unavailable(Unavailable::Feature),
+        commit,
+    )
 }
 
 /// Room for a reply of up to `bytes` in the connection's budget, then in the server's: a
