@@ -85,6 +85,19 @@ impl GroupView {
         Ok((self.generation, Lease::begin(&grant.flight)))
     }
 
+    /// Whether `client_id` may write the group's offset of `partition_id`: a member that owns
+    /// it, a partition being handed off from it included (it commits what it was served
+    /// before it lets go). Refusals as for a poll: `5006`, `5009`.
+    pub fn may_commit(&self, client_id: u128, partition_id: u32) -> Result<(), Refusal> {
+        if self.members.binary_search(&client_id).is_err() {
+            return Err(Refusal::Missing(Missing::GroupMember));
+        }
+        match self.grants.get(&partition_id) {
+            Some(grant) if grant.ownership.owner == client_id => Ok(()),
+            _ => Err(Refusal::NotOwned),
+        }
+    }
+
     /// Whether the poll holding `lease` may still serve `client_id` from `partition_id`: the
     /// same owner's flight, not being handed off.
     fn still_serves(&self, client_id: u128, partition_id: u32, lease: &Lease) -> bool {

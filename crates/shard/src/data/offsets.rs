@@ -3,11 +3,12 @@
 //! offset past the head or on an empty partition, `3021` for deleting nothing, `3007`, `5000`.
 
 use proto::commands::offsets::{ConsumerOffset, OffsetSelector};
+use proto::primitives::ConsumerKind;
 use segment::offsets::OffsetOwner;
 use segment::storage::Storage;
 
 use super::resolve::{offset_owner, resolve_topic};
-use super::{DataError, DataPlane, PartitionHandle, PartitionKey};
+use super::{DataError, DataPlane, GroupKey, PartitionHandle, PartitionKey};
 use crate::metadata::Metadata;
 use crate::refusal::{Invalid, Missing, Refusal};
 
@@ -68,6 +69,33 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
             return Err(Refusal::Missing(Missing::ConsumerOffset));
         }
         Ok(target)
+    }
+
+    /// Checks that `client_id` may write the offset `request` plans: a consumer group's
+    /// offset is written by its members, for the partitions they own
+    /// ([`super::leases::GroupView::may_commit`]), as the reference checks. A member that lost
+    /// the partition, or a client that never joined, would otherwise move the offset under
+    /// its new owner: back, and the owner's SDK drops what it reads again as seen, for good;
+    /// forward, and messages are skipped. An external group's offsets are the client's own.
+    pub fn check_offset_writer(
+        &self,
+        selector: &OffsetSelector,
+        request: &OffsetRequest,
+        client_id: u128,
+    ) -> Result<(), Refusal> {
+        let OffsetOwner::Group(group_id) = request.owner else {
+            return Ok(());
+        };
+        if selector.consumer.kind != ConsumerKind::ConsumerGroup {
+            return Ok(());
+        }
+        let key = GroupKey {
+            stream_id: request.key.stream_id,
+            topic_id: request.key.topic_id,
+            group_id,
+        };
+        self.group_view(key)?
+            .may_commit(client_id, request.key.partition_id)
     }
 
     pub async fn store_offset(

@@ -427,6 +427,50 @@ fn group_polls_check_membership_and_ownership() {
     });
 }
 
+/// A consumer group's offset is written by the member that owns the partition: a client
+/// that never joined, or a member the partition moved away from, is refused (it would move
+/// the offset under the new owner). An external group's offsets are anyone's.
+#[test]
+fn a_group_offset_is_written_by_the_partition_owner_only() {
+    let storage = MemoryStorage::new();
+    runtime().block_on(async {
+        let (plane, meta, group) = grouped(&storage).await;
+        // The message went to partition 0; partition 1 is empty (nothing to store).
+        let selector = poll_selector(ConsumerKind::ConsumerGroup, Some(0), 10);
+        let offsets = OffsetSelector {
+            consumer: selector.consumer.clone(),
+            stream_id: Identifier::Numeric(0),
+            topic_id: Identifier::Numeric(0),
+            partition: OptionalPartition(Some(0)),
+        };
+        let plan = plane.plan_store_offset(&meta, &offsets, 0).unwrap();
+        let writer = |client_id| plane.check_offset_writer(&offsets, &plan, client_id);
+        assert_eq!(writer(5), Err(Refusal::Missing(Missing::GroupMember)));
+        plane.change_group(group, |group| group.join(5, 0)).unwrap();
+        assert_eq!(writer(5), Ok(()));
+        plane.change_group(group, |group| group.join(6, 0)).unwrap();
+        // Member 5 was served nothing, so partition 1 moved to member 6 at once; 0 stays.
+        let config = GroupConfig::default();
+        let moved = plane.change_group(group, |group| group.sync(6, 0, &config));
+        assert_eq!(moved.unwrap(), Some(vec![1]));
+        assert_eq!(writer(5), Ok(()));
+        assert_eq!(writer(6), Err(Refusal::NotOwned));
+        plane.leave_all_groups(5, 1);
+        plane.change_group(group, |group| group.sync(6, 1, &config));
+        assert_eq!(writer(5), Err(Refusal::Missing(Missing::GroupMember)));
+        assert_eq!(writer(6), Ok(()), "partition 0 moved to the member left");
+        let delete = plane.plan_store_offset(&meta, &offsets, 0).unwrap();
+        assert_eq!(
+            plane.check_offset_writer(&offsets, &delete, 7),
+            Err(Refusal::Missing(Missing::GroupMember))
+        );
+        let mut external = offsets.clone();
+        external.consumer.kind = ConsumerKind::ExternalGroup;
+        let plan = plane.plan_store_offset(&meta, &external, 0).unwrap();
+        assert_eq!(plane.check_offset_writer(&external, &plan, 7), Ok(()));
+    });
+}
+
 #[test]
 fn a_waiting_hand_off_completes_at_the_first_check_after_its_poll_ends() {
     let storage = MemoryStorage::new();

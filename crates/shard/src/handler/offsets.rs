@@ -45,26 +45,38 @@ pub(crate) async fn handle(
             }
         }
         Request::StoreConsumerOffset(store) => {
-            store_offset(server, &store.selector, store.offset, operation, commit).await
+            let writer = (header.client.get(), operation, commit);
+            store_offset(server, &store.selector, store.offset, writer).await
         }
         Request::DeleteConsumerOffset(delete) => {
-            delete_offset(server, &delete.selector, operation, commit).await
+            let writer = (header.client.get(), operation, commit);
+            delete_offset(server, &delete.selector, writer).await
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
 }
+
+/// The writing client's SDK id, and the operation and commit its answer carries.
+type Writer = (u128, Operation, u64);
 
 /// `STORE_CONSUMER_OFFSET` (121); replicated first in cluster mode.
 async fn store_offset(
     server: &Server,
     selector: &OffsetSelector,
     offset: u64,
-    operation: Operation,
-    commit: u64,
+    (client_id, operation, commit): Writer,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
-        server.data.plan_store_offset(&metadata, selector, offset)
+        server
+            .data
+            .plan_store_offset(&metadata, selector, offset)
+            .and_then(|plan| {
+                server
+                    .data
+                    .check_offset_writer(selector, &plan, client_id)?;
+                Ok(plan)
+            })
     };
     let plan = match plan {
         Ok(plan) => plan,
@@ -102,12 +114,19 @@ async fn store_offset(
 async fn delete_offset(
     server: &Server,
     selector: &OffsetSelector,
-    operation: Operation,
-    commit: u64,
+    (client_id, operation, commit): Writer,
 ) -> Outcome {
     let plan = {
         let metadata = server.metadata.borrow();
-        server.data.plan_delete_offset(&metadata, selector)
+        server
+            .data
+            .plan_delete_offset(&metadata, selector)
+            .and_then(|plan| {
+                server
+                    .data
+                    .check_offset_writer(selector, &plan, client_id)?;
+                Ok(plan)
+            })
     };
     let plan = match plan {
         Ok(plan) => plan,
