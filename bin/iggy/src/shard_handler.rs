@@ -48,14 +48,18 @@ impl ShardHandler {
             Body::Pooled(body) => self.server.handle_pooled(&mut local, header, body).await,
         };
 
+        // What a request may change of its connection: a login's dialect and session, the
+        // partitions' shard it moves toward, the session `ATTACH_CONSUMER_SESSION` acts as.
         if local.dialect != before.dialect
             || local.session != before.session
             || local.affinity != before.affinity
+            || local.consumer_session != before.consumer_session
         {
             let mut shared = connection.borrow_mut();
             shared.dialect = local.dialect;
             shared.session = local.session;
             shared.affinity = local.affinity;
+            shared.consumer_session = local.consumer_session;
         }
         match outcome {
             // The edge's one binary encoding of the reply's typed body, in the dialect the

@@ -61,6 +61,11 @@ pub struct Connection {
     pub replies: Arc<ReplyBudget>,
     /// Where its data requests' partitions live: the transport moves it there.
     pub affinity: Affinity,
+    /// The session (client id, number) this data connection was attached to by
+    /// `ATTACH_CONSUMER_SESSION` (0.11.0 clients of a multi-node roster, §12.2): its group
+    /// polls and offset writes act as that client, the member its coordinator connection
+    /// joined as (`handler::routing`).
+    pub consumer_session: Option<(u128, u64)>,
 }
 
 /// The session a connection is bound to after a login or `BIND_SESSION`.
@@ -89,6 +94,7 @@ impl Connection {
             liveness,
             replies: ReplyBudget::new(REPLY_BUDGET_BYTES),
             affinity: Affinity::default(),
+            consumer_session: None,
         }
     }
 

@@ -72,12 +72,12 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
-    let client_id = header.client.get();
-    let context = PartitionContext {
-        incarnation: header.partition_incarnation.get(),
-        owner_generation: header.owner_generation.get(),
-        metadata_op: header.minimum_metadata_op.get(),
+    // A data connection attached to a session polls as its client in groups (`routing`).
+    let client_id = match super::routing::consumer_client(server, connection, header) {
+        Ok(client_id) => client_id,
+        Err(refusal) => return Outcome::refused(operation, refusal, commit),
     };
+    let context = partition_context(header);
     let dialect = connection.dialect;
     let number = header.request.get();
     let access = check_access(server, connection, &request);
@@ -132,6 +132,15 @@ pub(crate) async fn handle(
         }
         Request::FlushUnsavedBuffer(_) => flush_unsaved_buffer(operation, commit),
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
+    }
+}
+
+/// The partition context a request's header carries (§2.9).
+fn partition_context(header: &RequestHeader) -> PartitionContext {
+    PartitionContext {
+        incarnation: header.partition_incarnation.get(),
+        owner_generation: header.owner_generation.get(),
+        metadata_op: header.minimum_metadata_op.get(),
     }
 }
 

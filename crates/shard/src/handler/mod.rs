@@ -15,6 +15,7 @@ pub(crate) mod offsets;
 pub(crate) mod partitions;
 pub(crate) mod pipeline;
 mod route;
+pub(crate) mod routing;
 pub mod scrape;
 pub(crate) mod session;
 pub(crate) mod streams;
@@ -170,7 +171,7 @@ pub(crate) async fn dispatch(
         Family::Messages => messages::handle(server, connection, header, request).await,
         Family::Offsets => offsets::handle(server, connection, header, request).await,
         Family::Groups => groups::handle(server, connection, header, request).await,
-        Family::Clustered => not_wired(server, header),
+        Family::Clustered => routing::handle(server, connection, header, request).await,
     }
 }
 
@@ -215,15 +216,6 @@ fn authorize_caller(
         .and_then(|id| metadata.users.get(&id))
         .ok_or(Refusal::Unauthenticated)?;
     authorize::authorize(&metadata, user, request)
-}
-
-/// `InvalidCommand` in the header status, as for an unknown code.
-fn not_wired(server: &Server, header: &RequestHeader) -> Outcome {
-    Outcome::refused(
-        operation_of(header),
-        Refusal::Malformed,
-        server.commit_number(),
-    )
 }
 
 /// The header's operation, which parsing has validated.

@@ -45,18 +45,25 @@ pub(crate) async fn handle(
             }
         }
         Request::StoreConsumerOffset(store) => {
-            let writer = (header.client.get(), operation, commit);
+            let writer = match super::routing::consumer_client(server, connection, header) {
+                Ok(client_id) => (client_id, operation, commit),
+                Err(refusal) => return Outcome::refused(operation, refusal, commit),
+            };
             store_offset(server, &store.selector, store.offset, writer).await
         }
         Request::DeleteConsumerOffset(delete) => {
-            let writer = (header.client.get(), operation, commit);
+            let writer = match super::routing::consumer_client(server, connection, header) {
+                Ok(client_id) => (client_id, operation, commit),
+                Err(refusal) => return Outcome::refused(operation, refusal, commit),
+            };
             delete_offset(server, &delete.selector, writer).await
         }
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
 }
 
-/// The writing client's SDK id, and the operation and commit its answer carries.
+/// The writing client's SDK id (a data connection attached to a session writes as its
+/// client, `routing`), and the operation and commit its answer carries.
 type Writer = (u128, Operation, u64);
 
 /// `STORE_CONSUMER_OFFSET` (121); replicated first in cluster mode.

@@ -173,7 +173,7 @@ impl Server {
     }
 
     /// Has the leader handle the request with a copy of the connection state, then takes
-    /// back what the leader changed (a login's dialect and session).
+    /// back what the leader changed (a login's dialect and session, an attached session).
     async fn forward(
         &self,
         connection: &mut Connection,
@@ -195,6 +195,7 @@ impl Server {
             Ok((outcome, remote)) => {
                 connection.dialect = remote.dialect;
                 connection.session = remote.session;
+                connection.consumer_session = remote.consumer_session;
                 outcome
             }
             Err(gone) => {

@@ -82,7 +82,7 @@ pub(crate) fn handle(
 /// The roster. Outside cluster mode: this node, leader of everything. In cluster mode the
 /// primary of the current view is the leader (of metadata and every partition); a node this
 /// one cannot reach is `Unreachable`, one between views or recovering `Starting`.
-fn cluster_metadata(server: &Server) -> ClusterMetadata {
+pub(super) fn cluster_metadata(server: &Server) -> ClusterMetadata {
     let roster = &server.info.roster;
     let status = server.replication().map(|replication| &replication.status);
     let nodes = roster.nodes.iter().map(|node| {

@@ -111,19 +111,29 @@ fn login(server: &Server, connection: &mut Connection) -> LoginReply {
 
 /// Logs `connection` in as the root user under the VSR client id `client`.
 fn login_as(server: &Server, connection: &mut Connection, client: u128) -> LoginReply {
-    let body = login_body("secret", Dialect::V0_12_2);
+    login_in(server, connection, client, Dialect::V0_12_2)
+}
+
+/// [`login_as`] in `dialect`.
+fn login_in(
+    server: &Server,
+    connection: &mut Connection,
+    client: u128,
+    dialect: Dialect,
+) -> LoginReply {
+    let body = login_body("secret", dialect);
     let code = CommandCode::LoginRegister;
     let frame = header_of(client, Operation::Register, code, &body, None);
     let outcome = block_on(server.handle(connection, &frame, &body));
     let Outcome::Reply(reply) = outcome else {
         panic!("login evicted: {outcome:?}");
     };
-    let body = reply.encode_body(Dialect::V0_12_2);
+    let body = reply.encode_body(dialect);
     let decoded = Reply::decode_body(
         CommandCode::LoginRegister,
         Operation::Register,
         &body,
-        Dialect::V0_12_2,
+        dialect,
     );
     match decoded.unwrap() {
         ReplyOutcome::Ok(Reply::LoginRegister(login)) => login,
@@ -717,4 +727,86 @@ fn the_dashboard_queries_only_exported_families() {
         queried += 1;
     }
     assert!(queried > 10, "the dashboard queries the metrics");
+}
+
+/// A 0.11.0 client of a multi-node roster routes its group polls and offset writes through
+/// a data connection attached to its coordinator's session (§12.2): the route names that
+/// session and the node that serves partitions, and the attached connection then acts as
+/// the coordinator's client in consumer groups while the session is live.
+#[test]
+fn a_data_connection_attached_to_a_session_acts_as_its_client() {
+    use proto::commands::legacy::{AttachConsumerSession, ConsumerRouting, GetPollRouting};
+    use proto::commands::poll_selector::PollSelector;
+    use proto::primitives::PollingStrategy;
+    use proto::primitives::{Consumer, ConsumerKind, Identifier, OptionalPartition};
+
+    const NR: Operation = Operation::NonReplicated;
+    let server = server();
+    let mut coordinator = open(&server);
+    let legacy = Dialect::V0_11_0;
+    let session = login_in(&server, &mut coordinator, CLIENT, legacy).session;
+    let selector = PollSelector {
+        consumer: Consumer {
+            kind: ConsumerKind::ConsumerGroup,
+            id: Identifier::Numeric(0),
+        },
+        stream_id: Identifier::Numeric(0),
+        topic_id: Identifier::Numeric(0),
+        partition: OptionalPartition(None),
+        strategy: PollingStrategy::offset(0),
+        count: 1,
+        auto_commit: true,
+    };
+    let asked = encode_to_vec(&GetPollRouting { selector }, legacy);
+    let routed = send(
+        &server,
+        &mut coordinator,
+        NR,
+        CommandCode::GetPollRouting,
+        &asked,
+    );
+    let Outcome::Reply(reply) = routed else {
+        panic!("no route: {routed:?}");
+    };
+    assert_eq!(reply.status_code(), 0, "routed");
+    let body = reply.encode_body(Dialect::V0_12_2);
+    let routing: ConsumerRouting = proto::codec::decode_exact(&body, Dialect::V0_12_2).unwrap();
+    assert_eq!((routing.client, routing.session), (CLIENT, session));
+    assert_eq!(
+        routing.primary.tcp_port, 8090,
+        "this node serves the partitions"
+    );
+
+    let mut data = open(&server);
+    login_in(&server, &mut data, CLIENT + 1, legacy);
+    let attach = |session| {
+        let attach = AttachConsumerSession {
+            client: CLIENT,
+            session,
+            metadata_watermark: routing.metadata_watermark,
+        };
+        encode_to_vec(&attach, legacy)
+    };
+    let code = CommandCode::AttachConsumerSession;
+    // A session that is not live: the client asks for a route again (58).
+    let stale = send(&server, &mut data, NR, code, &attach(session + 7));
+    assert_eq!(status(&stale), Refusal::NotAccepted.code().as_u32());
+    let own = RequestHeader::new(CLIENT + 1, NR, 0);
+    let acting = |data: &Connection| crate::handler::routing::consumer_client(&server, data, &own);
+    assert_eq!(acting(&data), Ok(CLIENT + 1));
+    assert_eq!(
+        status(&send(&server, &mut data, NR, code, &attach(session))),
+        0
+    );
+    assert_eq!(acting(&data), Ok(CLIENT));
+    // The coordinator logs out: the attachment no longer holds.
+    let logout = send(
+        &server,
+        &mut coordinator,
+        Operation::Logout,
+        CommandCode::LogoutUser,
+        &[],
+    );
+    assert_eq!(status(&logout), 0);
+    assert_eq!(acting(&data), Err(Refusal::NotAccepted));
 }
