@@ -139,6 +139,16 @@ impl Driver {
         }
     }
 
+    /// At a new view: what this node submitted or forwarded under the old one may never be
+    /// answered there (a forward to a primary that died is lost with it), so its clients
+    /// hear `57` now and resend, instead of at the end of [`COMMIT_WAIT`]. An op that
+    /// commits after all is settled at its retry (the 57 rule: the retry is deduplicated).
+    fn answer_pending_as_uncommitted(&mut self) {
+        for (_, (_, reply)) in self.pending.drain() {
+            reply.send(Err(Refusal::NotCommitted));
+        }
+    }
+
     /// Answers `57` to the submissions whose commit has not come in time.
     fn expire(&mut self, now: u64) {
         let late: Vec<u64> = self
@@ -159,6 +169,9 @@ impl Driver {
         let primary = self.replica.primary_of(view);
         let status = self.replica.status();
         if self.published != Some((view, status)) {
+            if self.published.is_some_and(|(seen, _)| seen != view) {
+                self.answer_pending_as_uncommitted();
+            }
             self.published = Some((view, status));
             let (op, commit) = (self.replica.op(), self.replica.commit());
             log::info!(
