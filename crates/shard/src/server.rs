@@ -257,6 +257,11 @@ impl Server {
         self.data.place()
     }
 
+    /// Cluster mode, before the replica log replays: see [`DataPlane::rebuilt_from_log`].
+    pub fn rebuilt_from_log(&self) {
+        self.data.rebuilt_from_log();
+    }
+
     /// Opens the partitions this shard owns (start-up of a shard other than the leader,
     /// after [`Self::for_shard`]).
     pub async fn open_partitions(&self) -> Result<(), DataError> {

@@ -455,6 +455,13 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         opened
     }
 
+    /// Cluster mode: the data directory is rebuilt from the replica log, so every partition
+    /// directory made while the log replays, or after, belongs to a partition being created:
+    /// none is a loss to warn of, and no bare directory is anyone's to adopt.
+    pub fn rebuilt_from_log(&self) {
+        self.started.set(true);
+    }
+
     /// Tries again to open the partitions an earlier open left closed, once their retry is
     /// due at `now_us` (a second after the failure, the wait doubling up to a minute);
     /// `metadata` gives the current metadata once no other reconcile runs (one running

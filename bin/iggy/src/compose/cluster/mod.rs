@@ -157,6 +157,7 @@ pub(crate) async fn start(
     let settings = start.settings;
     let id = start.replica_id;
     let cluster = cluster_id(&settings.name);
+    server.rebuilt_from_log();
     let (replica, wal, out) = open_replica(server, &start, cluster).await?;
     let restored = replica.applied();
     let mut peers = Vec::new();
