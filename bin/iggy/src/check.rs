@@ -59,6 +59,15 @@ pub(crate) fn run(arguments: &[String]) -> ExitCode {
         eprintln!("error: {} is not a directory", root.display());
         return ExitCode::from(2);
     }
+    // Neither metadata nor partitions: not a data directory (a wrong path would otherwise
+    // check clean).
+    if !root.join("metadata").is_dir() && !root.join("streams").is_dir() {
+        eprintln!(
+            "error: {} is not a data directory (no metadata/ or streams/ in it)",
+            root.display()
+        );
+        return ExitCode::from(2);
+    }
     let runtime = match compio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

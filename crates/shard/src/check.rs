@@ -112,9 +112,10 @@ impl Finding {
     }
 }
 
-/// Checks the data directory `root` on disk (through compio; call inside its runtime).
+/// Checks the data directory `root` on disk (through compio; call inside its runtime),
+/// opening every file for reading only: a read-only mount or a copy is checked as it is.
 pub async fn check_directory(root: &Path) -> Vec<Finding> {
-    check_data_directory(&CompioStorage::new(), root).await
+    check_data_directory(&CompioStorage::read_only(), root).await
 }
 
 /// Checks the data directory `root` on `storage`: the metadata, then every partition.

@@ -35,13 +35,22 @@ use super::{BufResult, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, Storage, Stora
 /// producers would show the cost.
 pub const INLINE_WRITE_MAX: usize = 64 << 10;
 
-/// The compio file system; stateless, so it is `Copy`.
+/// The compio file system; stateless but for its mode, so it is `Copy`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CompioStorage;
+pub struct CompioStorage {
+    /// Files are opened for reading only and never created (`iggy check`, which writes
+    /// nothing and so works on a read-only mount or a copy it may only read).
+    read_only: bool,
+}
 
 impl CompioStorage {
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// A storage that opens files for reading only: every write through it fails.
+    pub fn read_only() -> Self {
+        Self { read_only: true }
     }
 }
 
@@ -59,8 +68,8 @@ impl Storage for CompioStorage {
     async fn open(&self, path: &Path, create: bool) -> io::Result<CompioFile> {
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
-            .create(create)
+            .write(!self.read_only)
+            .create(create && !self.read_only)
             .open(path)
             .await?;
         Ok(CompioFile { file })
@@ -83,8 +92,8 @@ impl Storage for CompioStorage {
     async fn open_private(&self, path: &Path) -> io::Result<CompioFile> {
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
-            .create(true)
+            .write(!self.read_only)
+            .create(!self.read_only)
             .mode(PRIVATE_FILE_MODE)
             .open(path)
             .await?;

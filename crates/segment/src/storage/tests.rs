@@ -418,3 +418,25 @@ fn compio_reserves_blocks_past_the_end_and_a_cut_releases_them() {
         assert!(allocated() < 1 << 20, "released: {}", allocated());
     });
 }
+
+/// A read-only compio storage (`iggy check`) reads what is there, creates nothing and
+/// writes nothing: a check of a read-only mount or a copy leaves it as it was.
+#[cfg(feature = "compio")]
+#[test]
+fn a_read_only_compio_storage_reads_and_never_writes_or_creates() {
+    let directory = TempDir::new("compio-read-only");
+    let runtime = compio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let path = directory.0.join("log");
+        std::fs::create_dir_all(&directory.0).unwrap();
+        std::fs::write(&path, b"recorded").unwrap();
+        let storage = super::compio::CompioStorage::read_only();
+        let mut file = storage.open(&path, false).await.unwrap();
+        assert_eq!(read_all(&file).await.unwrap(), b"recorded");
+        let written = file.write_all_at(b"over".to_vec(), 0).await;
+        assert!(written.0.is_err(), "a read-only open cannot write");
+        assert!(storage.open(&directory.0.join("new"), true).await.is_err());
+        assert!(!directory.0.join("new").exists(), "nothing created");
+        assert_eq!(std::fs::read(&path).unwrap(), b"recorded");
+    });
+}
