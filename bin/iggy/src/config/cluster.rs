@@ -127,6 +127,36 @@ impl ClusterSettings {
                 }
             }
         }
+        self.check_distinct_endpoints()
+    }
+
+    /// No two roster entries, and no two ports of one entry, on one address and protocol: a
+    /// node would dial itself as its peer, or two listeners of one node would clash (QUIC is
+    /// UDP, so it may share a number with a TCP port).
+    fn check_distinct_endpoints(&self) -> Result<(), ConfigError> {
+        let mut seen = std::collections::BTreeMap::new();
+        for node in &self.nodes {
+            let ports = [
+                (node.ports.tcp, "tcp"),
+                (node.ports.http, "tcp"),
+                (node.ports.websocket, "tcp"),
+                (node.ports.tcp_replica, "tcp"),
+                (node.ports.quic, "udp"),
+            ];
+            for (port, protocol) in ports {
+                let Some(port) = port else {
+                    continue;
+                };
+                let endpoint = (node.ip.as_str(), port, protocol);
+                if let Some(other) = seen.insert(endpoint, node.name.as_str()) {
+                    let reason = format!(
+                        "`{other}` and `{}` both use {protocol} {}:{port}",
+                        node.name, node.ip
+                    );
+                    return Err(View::invalid("cluster.nodes", reason));
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -100,6 +100,13 @@ fn the_roster_rules_are_checked() {
         "ip = \"127.0.0.1\"\nreplica_id = 0\nzone = 1",
     );
     assert!(error_of(&unknown).contains("unknown key `zone`"));
+    // Two nodes on one address: the second would dial itself as its peer.
+    let same_replica_port = cluster("").replace("tcp_replica = 9091", "tcp_replica = 9090");
+    let error = config_error_for(&same_replica_port, 0);
+    assert!(error.contains("both use tcp 127.0.0.1:9090"), "{error}");
+    let same_client_port = cluster("").replace("tcp = 8091,", "tcp = 9092,");
+    let error = config_error_for(&same_client_port, 0);
+    assert!(error.contains("9092"), "{error}");
 }
 
 fn config_error_for(text: &str, replica_id: u8) -> String {
