@@ -2,17 +2,18 @@
 //! the sequencer, so one that a change committed ahead of it made stale is validated again
 //! and answered with the typed refusal (or commits with the next free id), never `1 Error`.
 
-use proto::Dialect;
 use proto::codes::CommandCode;
 use proto::commands::groups::CreateConsumerGroup;
 use proto::commands::legacy::PurgeTopic;
 use proto::commands::partitions::DeletePartitions;
 use proto::commands::streams::{CreateStream, StreamDetails};
 use proto::primitives::OptionsBlock;
+use proto::{Codec, Dialect};
 
 use super::metadata_tests::root_user;
 use super::metadata_tests::{call, code, connection, create_topic, decode, fixture, id, name};
 use crate::refusal::{Refusal, Taken};
+use crate::server::Server;
 
 fn stream(text: &str) -> CreateStream {
     CreateStream {
@@ -20,6 +21,27 @@ fn stream(text: &str) -> CreateStream {
         options: OptionsBlock::default(),
     }
 }
+
+/// The answers of two root clients sending `code` with `bodies` at once: both are
+/// validated before either commits.
+async fn at_once<T: for<'a> Codec<'a>>(
+    server: &Server,
+    dialect: Dialect,
+    code: CommandCode,
+    bodies: (&T, &T),
+) -> (Answer, Answer) {
+    let (mut one, mut two) = (
+        connection(server, 0, dialect),
+        connection(server, 0, dialect),
+    );
+    futures_util::join!(
+        call(server, &mut one, code, bodies.0),
+        call(server, &mut two, code, bodies.1),
+    )
+}
+
+/// What [`call`] answers: the payload, or the refusal's code.
+type Answer = Result<Option<Vec<u8>>, u32>;
 
 fn group(text: &str) -> CreateConsumerGroup {
     CreateConsumerGroup {
@@ -38,15 +60,9 @@ fn creates_raced_for_the_next_id_both_commit() {
     compio::runtime::Runtime::new().unwrap().block_on(async {
         root_user(server).await;
         let dialect = Dialect::V0_12_2;
-        let (mut one, mut two) = (
-            connection(server, 0, dialect),
-            connection(server, 0, dialect),
-        );
         let (a, b) = (stream("first"), stream("second"));
-        let (first, second) = futures_util::join!(
-            call(server, &mut one, CommandCode::CreateStream, &a),
-            call(server, &mut two, CommandCode::CreateStream, &b),
-        );
+        let command = CommandCode::CreateStream;
+        let (first, second) = at_once(server, dialect, command, (&a, &b)).await;
         let first: StreamDetails = decode(&first.unwrap().unwrap(), dialect);
         let second: StreamDetails = decode(&second.unwrap().unwrap(), dialect);
         assert_eq!((first.stream.id, second.stream.id), (0, 1));
@@ -63,39 +79,26 @@ fn creates_raced_for_one_name_answer_the_name_taken() {
     compio::runtime::Runtime::new().unwrap().block_on(async {
         root_user(server).await;
         let dialect = Dialect::V0_12_2;
-        let (mut one, mut two) = (
-            connection(server, 0, dialect),
-            connection(server, 0, dialect),
-        );
         let orders = stream("orders");
-        let (first, second) = futures_util::join!(
-            call(server, &mut one, CommandCode::CreateStream, &orders),
-            call(server, &mut two, CommandCode::CreateStream, &orders),
-        );
+        let command = CommandCode::CreateStream;
+        let (first, second) = at_once(server, dialect, command, (&orders, &orders)).await;
         assert!(first.is_ok(), "{first:?}");
         assert_eq!(second, Err(code(Refusal::Taken(Taken::StreamName))));
 
         let topic = create_topic("orders", "events", 1);
-        let (first, second) = futures_util::join!(
-            call(server, &mut one, CommandCode::CreateTopic, &topic),
-            call(server, &mut two, CommandCode::CreateTopic, &topic),
-        );
+        let command = CommandCode::CreateTopic;
+        let (first, second) = at_once(server, dialect, command, (&topic, &topic)).await;
         assert!(first.is_ok(), "{first:?}");
         assert_eq!(second, Err(code(Refusal::Taken(Taken::TopicName))));
 
         let g = group("g");
-        let (first, second) = futures_util::join!(
-            call(server, &mut one, CommandCode::CreateConsumerGroup, &g),
-            call(server, &mut two, CommandCode::CreateConsumerGroup, &g),
-        );
+        let command = CommandCode::CreateConsumerGroup;
+        let (first, second) = at_once(server, dialect, command, (&g, &g)).await;
         assert!(first.is_ok(), "{first:?}");
         assert_eq!(second, Err(code(Refusal::Taken(Taken::GroupName))));
         // Groups of different names at once: both commit (each took the next group id).
         let (a, b) = (group("a"), group("b"));
-        let (first, second) = futures_util::join!(
-            call(server, &mut one, CommandCode::CreateConsumerGroup, &a),
-            call(server, &mut two, CommandCode::CreateConsumerGroup, &b),
-        );
+        let (first, second) = at_once(server, dialect, command, (&a, &b)).await;
         assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
         let metadata = server.metadata.borrow();
         let topic = metadata.topic(&id("orders"), &id("events")).unwrap().1;
