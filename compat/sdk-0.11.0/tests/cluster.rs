@@ -52,6 +52,13 @@ async fn leader_address(client: &IggyClient) -> String {
     }
 }
 
+/// The offsets of the group's next (up to 10) messages of partition 0, committed as read.
+async fn next_with_auto_commit(client: &IggyClient, group: &Consumer) -> Vec<u64> {
+    let strategy = PollingStrategy::next();
+    let polled = poll(client, STREAM, TOPIC, 0, group, strategy, 10, true).await;
+    polled.messages.iter().map(|m| m.header.offset).collect()
+}
+
 #[test]
 fn a_group_polls_with_auto_commit_and_stores_offsets_through_the_primary() {
     let cluster = Cluster::start(3, "2s");
@@ -71,18 +78,12 @@ fn a_group_polls_with_auto_commit_and_stores_offsets_through_the_primary() {
         send_range(&client, STREAM, TOPIC, 0, 0..10).await;
         let group = Consumer::group(id(GROUP));
         // Routed: a route from this connection, a data connection attached to its session.
-        let polled = poll(
-            &client,
-            STREAM,
-            TOPIC,
-            0,
-            &group,
-            PollingStrategy::next(),
-            10,
-            true,
-        )
-        .await;
-        assert_eq!(polled.messages.len(), 10, "the member was served");
+        let polled = next_with_auto_commit(&client, &group).await;
+        assert_eq!(
+            polled,
+            (0..10).collect::<Vec<u64>>(),
+            "the member was served"
+        );
         let stored = client
             .get_consumer_offset(&group, &stream, &topic, Some(0))
             .await
@@ -100,18 +101,9 @@ fn a_group_polls_with_auto_commit_and_stores_offsets_through_the_primary() {
             .expect("read the group offset")
             .expect("stored");
         assert_eq!(stored.stored_offset, 4);
-        let again = poll(
-            &client,
-            STREAM,
-            TOPIC,
-            0,
-            &group,
-            PollingStrategy::next(),
-            10,
-            true,
-        )
-        .await;
-        let offsets: Vec<u64> = again.messages.iter().map(|m| m.header.offset).collect();
-        assert_eq!(offsets, [5, 6, 7, 8, 9]);
+        assert_eq!(
+            next_with_auto_commit(&client, &group).await,
+            [5, 6, 7, 8, 9]
+        );
     });
 }
