@@ -186,8 +186,6 @@ fn start() -> Result<(), StartError> {
     runtime.block_on(run(config, (root, record_key), &cores, &cli))
 }
 
-/// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
-/// configuration.
 /// The `IGGY_*` variables of `variables`. One whose value is not UTF-8 stops the start, named:
 /// dropped, its key would silently keep its default (another address, another directory).
 fn iggy_environment(
@@ -209,6 +207,8 @@ fn iggy_environment(
     Ok(environment)
 }
 
+/// `--fresh` wipes the data directory; then it and `runtime/` exist and hold the effective
+/// configuration.
 fn prepare_data_directory(config: &Config, fresh: bool) -> Result<(), StartError> {
     let path = &config.system_path;
     let error = |action, path: &Path| {

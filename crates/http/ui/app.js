@@ -126,10 +126,13 @@ async function act(work, done) {
   try {
     // Announced only once the page shows the change: a notice never stands beside the old view.
     await render();
-    if (done) toast(done);
   } catch (error) {
+    // The action was done; only the page failed to show it, and a retry would repeat it.
+    if (done) toast(done);
     toast(error.message, true);
+    return;
   }
+  if (done) toast(done);
 }
 
 // ---------------------------------------------------------------- bytes

@@ -346,16 +346,32 @@ impl Server {
     /// or taking the next free id, at once), it validates again: the sequencer answers only
     /// once every shard applied that change, so this shard's metadata has it, and the check
     /// now gives the typed refusal (`1012` name taken) or an op that applies (the next id).
+    ///
+    /// A cluster-mode retry whose first attempt committed meanwhile (it was still in the log
+    /// of a view change) is answered with that attempt's op and commit, not validated again
+    /// into "already exists". A change that stays stale with no commit in between is a
+    /// disagreement between validation and apply, not a race: `1 Error` at once.
     pub(crate) async fn commit_validated(
         &self,
         origin: Option<crate::retries::Origin>,
         check: impl Fn(&Metadata) -> Result<MetadataOp, Refusal>,
     ) -> Result<(MetadataOp, u64), Refusal> {
         for _ in 0..VALIDATIONS_MAX {
+            if let Some(first) = self.committed_change(origin) {
+                return Ok(first);
+            }
+            let validated_at = self.metadata.borrow().commit;
             let op = check(&self.metadata.borrow())?;
             let committed = self.commit_from(op.clone(), origin).await;
             if committed != Err(Refusal::Stale) {
                 return committed.map(|commit| (op, commit));
+            }
+            if self.metadata.borrow().commit == validated_at {
+                log::error!(
+                    "metadata: {} validated but does not apply at commit {validated_at}",
+                    op.kind()
+                );
+                return Err(Refusal::Internal);
             }
         }
         log::warn!("a metadata change went stale {VALIDATIONS_MAX} times in a row");

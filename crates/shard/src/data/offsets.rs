@@ -76,7 +76,9 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
     /// ([`super::leases::GroupView::may_commit`]), as the reference checks. A member that lost
     /// the partition, or a client that never joined, would otherwise move the offset under
     /// its new owner: back, and the owner's SDK drops what it reads again as seen, for good;
-    /// forward, and messages are skipped. An external group's offsets are the client's own.
+    /// forward, and messages are skipped. The same offsets written as an external group's
+    /// (kind 3, which names the same slot) are the client's own only while the group has no
+    /// member to disturb (`5006` otherwise).
     pub fn check_offset_writer(
         &self,
         selector: &OffsetSelector,
@@ -86,16 +88,21 @@ impl<S: Storage + Clone + 'static> DataPlane<S> {
         let OffsetOwner::Group(group_id) = request.owner else {
             return Ok(());
         };
-        if selector.consumer.kind != ConsumerKind::ConsumerGroup {
-            return Ok(());
-        }
         let key = GroupKey {
             stream_id: request.key.stream_id,
             topic_id: request.key.topic_id,
             group_id,
         };
-        self.group_view(key)?
-            .may_commit(client_id, request.key.partition_id)
+        match selector.consumer.kind {
+            ConsumerKind::ConsumerGroup => self
+                .group_view(key)?
+                .may_commit(client_id, request.key.partition_id),
+            ConsumerKind::ExternalGroup => match self.group_view(key) {
+                Ok(view) if !view.members.is_empty() => Err(Refusal::Missing(Missing::GroupMember)),
+                _ => Ok(()),
+            },
+            ConsumerKind::Consumer => Ok(()),
+        }
     }
 
     pub async fn store_offset(

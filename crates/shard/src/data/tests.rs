@@ -464,9 +464,15 @@ fn a_group_offset_is_written_by_the_partition_owner_only() {
             plane.check_offset_writer(&offsets, &delete, 7),
             Err(Refusal::Missing(Missing::GroupMember))
         );
+        // As an external group, the same slot: not while the group has a member.
         let mut external = offsets.clone();
         external.consumer.kind = ConsumerKind::ExternalGroup;
         let plan = plane.plan_store_offset(&meta, &external, 0).unwrap();
+        assert_eq!(
+            plane.check_offset_writer(&external, &plan, 7),
+            Err(Refusal::Missing(Missing::GroupMember))
+        );
+        plane.leave_all_groups(6, 2);
         assert_eq!(plane.check_offset_writer(&external, &plan, 7), Ok(()));
     });
 }

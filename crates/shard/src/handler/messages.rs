@@ -72,8 +72,7 @@ pub(crate) async fn handle(
 ) -> Outcome {
     let operation = header.operation().unwrap_or(Operation::NonReplicated);
     let commit = server.metadata.borrow().commit;
-    // A data connection attached to a session polls as its client in groups (`routing`).
-    let client_id = match super::routing::consumer_client(server, connection, header) {
+    let client_id = match acting_client(server, connection, header, &request) {
         Ok(client_id) => client_id,
         Err(refusal) => return Outcome::refused(operation, refusal, commit),
     };
@@ -133,6 +132,22 @@ pub(crate) async fn handle(
         Request::FlushUnsavedBuffer(_) => flush_unsaved_buffer(operation, commit),
         _ => Outcome::refused(operation, Refusal::Malformed, commit),
     }
+}
+
+/// The client a request acts as: a data connection attached to a session polls a consumer
+/// group as that session's client (`routing`); anything else is the request's own.
+fn acting_client(
+    server: &Server,
+    connection: &Connection,
+    header: &RequestHeader,
+    request: &Request<'_>,
+) -> Result<u128, Refusal> {
+    let consumer = match request {
+        Request::PollMessages(selector) => Some(&selector.consumer),
+        Request::PollMessagesDeferred(deferred) => Some(&deferred.selector.consumer),
+        _ => None,
+    };
+    super::routing::consumer_client(server, connection, header, consumer)
 }
 
 /// The partition context a request's header carries (§2.9).

@@ -45,14 +45,18 @@ pub(crate) async fn handle(
             }
         }
         Request::StoreConsumerOffset(store) => {
-            let writer = match super::routing::consumer_client(server, connection, header) {
+            let consumer = Some(&store.selector.consumer);
+            let writer = match super::routing::consumer_client(server, connection, header, consumer)
+            {
                 Ok(client_id) => (client_id, operation, commit),
                 Err(refusal) => return Outcome::refused(operation, refusal, commit),
             };
             store_offset(server, &store.selector, store.offset, writer).await
         }
         Request::DeleteConsumerOffset(delete) => {
-            let writer = match super::routing::consumer_client(server, connection, header) {
+            let consumer = Some(&delete.selector.consumer);
+            let writer = match super::routing::consumer_client(server, connection, header, consumer)
+            {
                 Ok(client_id) => (client_id, operation, commit),
                 Err(refusal) => return Outcome::refused(operation, refusal, commit),
             };

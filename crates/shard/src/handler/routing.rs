@@ -15,6 +15,7 @@
 use proto::commands::legacy::{AttachConsumerSession, ConsumerRouting, LegacyClusterNode};
 use proto::commands::{Empty, Request};
 use proto::header::RequestHeader;
+use proto::primitives::{Consumer, ConsumerKind};
 
 use super::{messages, operation_of};
 use crate::connection::Connection;
@@ -108,14 +109,17 @@ fn attach_session(
     Ok(())
 }
 
-/// The client a consumer-group poll or offset write on `connection` acts as: the session it
-/// was attached to, while that is live and its user's, else the request's own client.
+/// The client a poll or offset write of `consumer` on `connection` acts as: for a consumer
+/// group, the session the connection was attached to, while that is live and its user's;
+/// otherwise (no attachment, or another kind of consumer) the request's own client.
 pub(crate) fn consumer_client(
     server: &Server,
     connection: &Connection,
     header: &RequestHeader,
+    consumer: Option<&Consumer>,
 ) -> Result<u128, Refusal> {
-    let Some((client, session)) = connection.consumer_session else {
+    let group = consumer.is_some_and(|consumer| consumer.kind == ConsumerKind::ConsumerGroup);
+    let Some((client, session)) = connection.consumer_session.filter(|_| group) else {
         return Ok(header.client.get());
     };
     let live = server.sessions.borrow().live(client, session);

@@ -30,6 +30,8 @@ pub(crate) fn handle(
     match request {
         Request::BindSession(bind) => bind_session(server, connection, &bind),
         Request::LogoutUser(_) => {
+            // An attachment (`routing`) belonged to the session that ends.
+            connection.consumer_session = None;
             if let Some(bound) = connection.session.take() {
                 server.sessions.borrow_mut().end(bound.client_id);
                 server
@@ -77,10 +79,7 @@ pub(crate) async fn login(
             );
         }
     };
-    let token = match &credentials {
-        Credentials::Token(token, _) => Some(token_digest(token.expose())),
-        Credentials::Password(..) => None,
-    };
+    let token = login_token(&credentials);
     // The client speaks the dialect its version names: the answer, a refusal included, is
     // encoded in it at the edge.
     connection.dialect = dialect;
@@ -107,11 +106,14 @@ pub(crate) async fn login(
         }
         Err(None) => return Outcome::Evict(EvictionReason::SessionError),
     };
-    connection.session = Some(BoundSession {
-        client_id,
-        session,
-        user_id,
-    });
+    bind(
+        connection,
+        BoundSession {
+            client_id,
+            session,
+            user_id,
+        },
+    );
     let reply = login_reply(user_id, session, dialect);
     Outcome::value(Operation::Register, reply, server.commit_number())
 }
@@ -306,11 +308,14 @@ fn bind_session(server: &Server, connection: &mut Connection, bind: &BindSession
         return Outcome::refused(Operation::NonReplicated, Refusal::Unauthenticated, commit);
     }
     connection.dialect = dialect;
-    connection.session = Some(BoundSession {
-        client_id: bind.client_id,
-        session: record.session,
-        user_id: record.user_id,
-    });
+    self::bind(
+        connection,
+        BoundSession {
+            client_id: bind.client_id,
+            session: record.session,
+            user_id: record.user_id,
+        },
+    );
     let reply = login_reply(record.user_id, record.session, dialect);
     Outcome::value(Operation::NonReplicated, reply, commit)
 }
@@ -331,4 +336,19 @@ fn evict(connection: &Connection, reason: EvictionReason, what: &str) -> Outcome
         connection.address
     );
     Outcome::Evict(reason)
+}
+
+/// Binds `connection` to `session`. An attachment made under another session (`routing`)
+/// does not carry over.
+fn bind(connection: &mut Connection, session: BoundSession) {
+    connection.session = Some(session);
+    connection.consumer_session = None;
+}
+
+/// The digest of the personal access token a login presents, if it presents one.
+fn login_token(credentials: &Credentials) -> Option<TokenDigest> {
+    match credentials {
+        Credentials::Token(token, _) => Some(token_digest(token.expose())),
+        Credentials::Password(..) => None,
+    }
 }

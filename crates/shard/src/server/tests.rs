@@ -792,13 +792,25 @@ fn a_data_connection_attached_to_a_session_acts_as_its_client() {
     let stale = send(&server, &mut data, NR, code, &attach(session + 7));
     assert_eq!(status(&stale), Refusal::NotAccepted.code().as_u32());
     let own = RequestHeader::new(CLIENT + 1, NR, 0);
-    let acting = |data: &Connection| crate::handler::routing::consumer_client(&server, data, &own);
-    assert_eq!(acting(&data), Ok(CLIENT + 1));
+    let group = Consumer {
+        kind: ConsumerKind::ConsumerGroup,
+        id: Identifier::Numeric(0),
+    };
+    let acting = |data: &Connection, consumer: &Consumer| {
+        crate::handler::routing::consumer_client(&server, data, &own, Some(consumer))
+    };
+    assert_eq!(acting(&data, &group), Ok(CLIENT + 1));
     assert_eq!(
         status(&send(&server, &mut data, NR, code, &attach(session))),
         0
     );
-    assert_eq!(acting(&data), Ok(CLIENT));
+    assert_eq!(acting(&data, &group), Ok(CLIENT));
+    // A plain consumer's requests are the connection's own.
+    let single = Consumer {
+        kind: ConsumerKind::Consumer,
+        id: Identifier::Numeric(1),
+    };
+    assert_eq!(acting(&data, &single), Ok(CLIENT + 1));
     // The coordinator logs out: the attachment no longer holds.
     let logout = send(
         &server,
@@ -808,5 +820,9 @@ fn a_data_connection_attached_to_a_session_acts_as_its_client() {
         &[],
     );
     assert_eq!(status(&logout), 0);
-    assert_eq!(acting(&data), Err(Refusal::NotAccepted));
+    assert_eq!(acting(&data, &group), Err(Refusal::NotAccepted));
+    assert_eq!(acting(&data, &single), Ok(CLIENT + 1));
+    // A new login on the data connection drops the attachment.
+    login_in(&server, &mut data, CLIENT + 1, legacy);
+    assert_eq!(data.consumer_session, None);
 }

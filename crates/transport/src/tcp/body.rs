@@ -128,7 +128,8 @@ const GROWTH: usize = 4;
 /// No part is held while the pool is waited for: were every part waiting for another's
 /// memory to grow, none would ever be answered to give memory back. A part that cannot grow
 /// at once moves to the heap (it is bytes the client sent, at most a quarter of the body),
-/// and the body waits, holding nothing of the pool, for a buffer of its whole length.
+/// and the body waits, holding nothing of the pool, for a buffer of its whole length, until
+/// its deadline (not moved by that wait: the heap it holds is in no budget).
 pub(super) async fn read_body(
     stream: &mut TcpStream,
     length: usize,
@@ -163,7 +164,11 @@ pub(super) async fn read_body(
                     Err(_exhausted) => {
                         let come_bytes = previous.to_vec();
                         drop(previous);
-                        let mut whole = wait_for(pool, length, &mut deadline).await?;
+                        // Holding heap memory no budget counts, the body waits for the pool
+                        // only until its deadline, which this wait does not move.
+                        let acquired = acquire(pool, length);
+                        let whole = within(deadline, "memory for a frame body", acquired).await?;
+                        let mut whole = whole.ok_or_else(out_of_classes)?;
                         whole.extend_from_slice(&come_bytes);
                         (whole, length)
                     }
@@ -188,8 +193,13 @@ async fn wait_for(pool: &Pool, length: usize, deadline: &mut Instant) -> Result<
     let waited_from = Instant::now();
     let acquired = acquire(pool, length).await;
     *deadline += waited_from.elapsed();
-    // The body's length fits a class (`read_body` checked), so every part does too.
-    acquired.ok_or_else(|| Ended::Io(io::ErrorKind::OutOfMemory.into()))
+    acquired.ok_or_else(out_of_classes)
+}
+
+/// A body over the largest class never reaches a pool wait (`read_body` reads it into a
+/// `Vec`), so this is an invariant broken, answered as an I/O failure of the connection.
+fn out_of_classes() -> Ended {
+    Ended::Io(io::ErrorKind::OutOfMemory.into())
 }
 
 /// Fills bytes `from..to` of `buffer`: one `recv` with `MSG_WAITALL`, which the kernel

@@ -48,7 +48,7 @@ pub(crate) struct Driver {
     /// This process's client id in the replica's requests (random per start).
     pub(crate) client: u128,
     pub(crate) next_request: u64,
-    pub(crate) pending: HashMap<u64, (u64, Reply<Result<shard::cluster::Applied, Refusal>>)>,
+    pub(crate) pending: HashMap<u64, Pending>,
     pub(crate) started: Instant,
     pub(crate) root: Option<RootSeed>,
     pub(crate) root_asked: Rc<Cell<bool>>,
@@ -57,6 +57,10 @@ pub(crate) struct Driver {
     /// The ops applied at start, as the log was read back (the commit known then).
     pub(crate) restored: u64,
 }
+
+/// A submission waiting for its commit: its deadline (ticks), the view it was submitted or
+/// forwarded in, and where its answer goes.
+pub(crate) type Pending = (u64, u32, Reply<Result<shard::cluster::Applied, Refusal>>);
 
 enum Event {
     Message(Option<Message>),
@@ -122,7 +126,9 @@ impl Driver {
         let request = self.next_request;
         self.next_request += 1;
         let deadline = now + super::ticks(COMMIT_WAIT);
-        self.pending.insert(request, (deadline, submission.reply));
+        let view = self.replica.view();
+        self.pending
+            .insert(request, (deadline, view, submission.reply));
         let message = Message::Request {
             client: self.client,
             request,
@@ -139,13 +145,22 @@ impl Driver {
         }
     }
 
-    /// At a new view: what this node submitted or forwarded under the old one may never be
-    /// answered there (a forward to a primary that died is lost with it), so its clients
-    /// hear `57` now and resend, instead of at the end of [`COMMIT_WAIT`]. An op that
-    /// commits after all is settled at its retry (the 57 rule: the retry is deduplicated).
-    fn answer_pending_as_uncommitted(&mut self) {
-        for (_, (_, reply)) in self.pending.drain() {
-            reply.send(Err(Refusal::NotCommitted));
+    /// At a new view `view`: what this node submitted or forwarded under an older one may
+    /// never be answered there (a forward to a primary that died is lost with it), so its
+    /// clients hear `57` now and resend, instead of at the end of [`COMMIT_WAIT`]. An op
+    /// that commits after all is settled at its retry (the 57 rule). Submissions made in
+    /// `view` (between the view change and this check) stay: they went to its primary.
+    fn answer_older_views_as_uncommitted(&mut self, view: u32) {
+        let older: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, (_, submitted_in, _))| *submitted_in < view)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in older {
+            if let Some((_, _, reply)) = self.pending.remove(&request) {
+                reply.send(Err(Refusal::NotCommitted));
+            }
         }
     }
 
@@ -154,11 +169,11 @@ impl Driver {
         let late: Vec<u64> = self
             .pending
             .iter()
-            .filter(|(_, (deadline, _))| *deadline <= now)
+            .filter(|(_, (deadline, _, _))| *deadline <= now)
             .map(|(request, _)| *request)
             .collect();
         for request in late {
-            if let Some((_, reply)) = self.pending.remove(&request) {
+            if let Some((_, _, reply)) = self.pending.remove(&request) {
                 reply.send(Err(Refusal::NotCommitted));
             }
         }
@@ -170,7 +185,7 @@ impl Driver {
         let status = self.replica.status();
         if self.published != Some((view, status)) {
             if self.published.is_some_and(|(seen, _)| seen != view) {
-                self.answer_pending_as_uncommitted();
+                self.answer_older_views_as_uncommitted(view);
             }
             self.published = Some((view, status));
             let (op, commit) = (self.replica.op(), self.replica.commit());
@@ -340,7 +355,7 @@ impl Driver {
     async fn apply(&mut self, entry: Entry) {
         let outcome = apply_committed(&self.server, &entry).await;
         if entry.client == self.client
-            && let Some((_, reply)) = self.pending.remove(&entry.request)
+            && let Some((_, _, reply)) = self.pending.remove(&entry.request)
         {
             reply.send(outcome);
         }
