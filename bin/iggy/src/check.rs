@@ -20,9 +20,10 @@ Repairs, by file:
                           one that ends before the snapshot (emptied, removed) stops it too:
                           restore it, or start once with --accept-metadata-loss
   metadata/snapshot.bin   restore it from a backup
-  <segment>.log           a torn tail of the active (last) segment needs nothing (the server
-                          cuts it); other damage quarantines the partition (reads up to the
-                          damage, sends refused): `truncate -s <offset>` the .log and delete
+  <segment>.log           a torn tail of the active (last) segment after a crash needs
+                          nothing (the server cuts it); other damage, and any after a clean
+                          close, quarantines the partition (reads up to the damage, sends
+                          refused): `truncate -s <offset>` the .log and delete
                           its .index and .timeindex, or move a sealed segment's three files
                           aside; the partition then opens, with offsets after the damage gone
   .index, .timeindex      delete both; the server rebuilds them from the .log; beside no

@@ -311,10 +311,11 @@ fn partition_repair(problem: &segment::check::Problem) -> &'static str {
              next offset from the log, which may reuse offsets a power loss cut"
         }
         Partition::Log(_) => {
-            "a torn tail of the active (last) segment needs nothing: the server cuts it at \
-             start-up; other damage quarantines the partition (readable up to here, sends \
-             refused) until you truncate the .log at this byte (`truncate -s <byte> <file>`) \
-             and delete its .index and .timeindex, or move a sealed segment's three files aside"
+            "a torn tail of the active (last) segment after a crash needs nothing: the server \
+             cuts it at start-up; other damage, and any after a clean close, quarantines the \
+             partition (readable up to here, sends refused) until you truncate the .log at \
+             this byte (`truncate -s <byte> <file>`) and delete its .index and .timeindex, or \
+             move a sealed segment's three files aside"
         }
         Partition::Overlap { .. } => {
             "two segments claim the same offsets: move the later one's three files aside"

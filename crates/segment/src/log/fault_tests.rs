@@ -910,13 +910,12 @@ fn a_failed_write_that_cut_the_reservation_reserves_again_at_the_next_append() {
 /// close recorded.
 #[test]
 fn records_lost_after_a_clean_close_never_give_their_offsets_again() {
-    let edits: [(&str, Option<Edit>); 4] = [
+    let edits: [(&str, Option<Edit>); 3] = [
         ("emptied", Some(Vec::clear)),
         (
             "cut at a record",
             Some(|bytes| bytes.truncate(RECORD_BYTES)),
         ),
-        ("overwritten", Some(|bytes| bytes.fill(0xA5))),
         ("removed", None),
     ];
     for (name, edit) in edits {
@@ -946,6 +945,22 @@ fn records_lost_after_a_clean_close_never_give_their_offsets_again() {
         let (log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
         assert_eq!(all(&log), expected, "{name}: the gap holds across a crash");
     }
+}
+
+/// An active `.log` overwritten after a clean close is damage, not a torn tail: the
+/// partition opens quarantined and the file is left as it was for the operator.
+#[test]
+fn an_active_log_overwritten_after_a_clean_close_is_kept_as_damage() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    let mut bytes = storage.contents(&log_path(18)).unwrap();
+    bytes.fill(0xA5);
+    storage.replace(&log_path(18), bytes.clone());
+    let (log, report) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert!(report.quarantined());
+    assert!(report.cuts.is_empty());
+    assert_eq!(storage.contents(&log_path(18)).unwrap(), bytes);
+    assert_eq!(all(&log), (0..18).collect::<Vec<_>>());
 }
 
 /// A `partition.state` overwritten with more than its 64 bytes is unreadable; the open goes

@@ -249,13 +249,25 @@ impl<S: Storage> PartitionLog<S> {
             None => {}
         }
         self.active_mut().write_entries().await?;
-        // The blocks reserved past the last record go back to the file system. Only an
-        // optimisation: a failure must not cost the clean close, and the sync below need not
-        // cover the cut (a crash keeping the blocks only keeps them until the seal).
-        if let Err(error) = self.active().trim().await {
-            log::warn!("reserved blocks not released at the close: {error}");
+        // The cut gives the blocks reserved past the last record back to the file system,
+        // and removes what a failed write left past it. A clean state promises the segment
+        // ends at its last record (the next open takes any stop in it for damage), so
+        // without the cut the partition closes synced but unclean: the next open cuts what
+        // is left past the last record as a crash's torn tail.
+        let trimmed = self.active().trim().await;
+        // Synced even with no record waiting: the cut must be durable before the clean state
+        // that promises it.
+        let synced = self.active().log.sync_data().await;
+        let path = self.active().paths.log.clone();
+        self.check_sync(synced, &path).await?;
+        if let Err(error) = trimmed {
+            log::warn!(
+                "partition {}: not cut at its last record at the close ({error}); it closes \
+                 unclean",
+                self.directory.display()
+            );
+            return Ok(());
         }
-        self.sync().await?;
         let next_offset = self.next_offset();
         let boot_id = self.storage.boot_id().unwrap_or_default();
         self.write_state(PartitionState {

@@ -6,11 +6,15 @@
 //! - in a sealed segment every stop is damage: a segment is sealed only after an fdatasync
 //!   of all of it, so no crash can tear it, and cutting would drop synced records and every
 //!   record after the bad one;
-//! - in the active segment a stop is a torn tail when no intact record continuing the log
-//!   starts at any later byte (a crash leaves a prefix of the unsynced writes, §8), and
-//!   damage when one does: cutting there would drop records that were written after the
-//!   bad one, possibly acknowledged. A damaged last record is indistinguishable from a torn
-//!   one and is cut.
+//! - in the active segment after a crash a stop is a torn tail when no intact record
+//!   continuing the log starts at any later byte (a crash leaves a prefix of the unsynced
+//!   writes, §8), and damage when one does: cutting there would drop records that were
+//!   written after the bad one, possibly acknowledged. A damaged last record is then
+//!   indistinguishable from a torn one and is cut;
+//! - in the active segment of a partition closed cleanly every stop is damage, as in a
+//!   sealed one: the clean close synced the whole segment and cut it at its last record, and
+//!   the open that follows marks the partition unclean before its first append, so no crash
+//!   since can have torn it.
 
 use std::path::{Path, PathBuf};
 
@@ -109,10 +113,18 @@ pub(crate) async fn recover<S: Storage>(
         clean: state.clean,
         ..RecoveryReport::default()
     };
+    // A missing state file holds no promise: a partition created and never reopened, or a
+    // removed file.
+    let closed_cleanly = state.clean && storage.exists(&state_path(directory)).await;
     let mut segments = Vec::with_capacity(starts.len());
     for (index, start) in starts.iter().enumerate() {
         let active = index + 1 == starts.len();
-        let segment = recover_segment(storage, directory, *start, active, &mut report).await?;
+        let role = match (active, closed_cleanly) {
+            (false, _) => Role::Sealed,
+            (true, false) => Role::Active { tearable: true },
+            (true, true) => Role::Active { tearable: false },
+        };
+        let segment = recover_segment(storage, directory, *start, role, &mut report).await?;
         if let Some(previous) = segments.last().map(|s: &Segment<S::File>| s.next_offset)
             && segment.start_offset < previous
         {
@@ -185,6 +197,17 @@ async fn segment_starts<S: Storage>(storage: &S, directory: &Path) -> Result<Vec
     Ok(starts)
 }
 
+/// Which segment of a partition is opened, and whether a crash can have torn it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Sealed,
+    /// The last segment; `tearable` unless the partition was closed cleanly since its last
+    /// append (module doc).
+    Active {
+        tearable: bool,
+    },
+}
+
 /// Opens one segment. The active one is always scanned in full; sealed ones are trusted when
 /// their indexes agree with the last record, and scanned otherwise. The indexes of a damaged
 /// segment are left as they are: they may help locate the records past the damage.
@@ -192,9 +215,10 @@ async fn recover_segment<S: Storage>(
     storage: &S,
     directory: &Path,
     start_offset: u64,
-    active: bool,
+    role: Role,
     report: &mut RecoveryReport,
 ) -> Result<Segment<S::File>, OpenError> {
+    let active = role != Role::Sealed;
     let paths = SegmentPaths::new(directory, start_offset);
     let log = storage
         .open(&paths.log, false)
@@ -209,7 +233,7 @@ async fn recover_segment<S: Storage>(
     let damage_before = report.damage.len();
     let found = match trusted {
         Some(found) => found,
-        None => recover_scan(&log, &paths, start_offset, size, active, report).await?,
+        None => recover_scan(&log, &paths, start_offset, size, role, report).await?,
     };
     if !active && report.damage.len() == damage_before {
         note_lost_records(stored.as_deref(), &found, start_offset, &paths, report);
@@ -324,17 +348,17 @@ async fn recover_scan<F: StorageFile>(
     paths: &SegmentPaths,
     start_offset: u64,
     size: u64,
-    active: bool,
+    role: Role,
     report: &mut RecoveryReport,
 ) -> Result<Found, OpenError> {
     let scanned = scan_file(log, &paths.log, start_offset, size, SCAN_CHUNK_BYTES).await?;
     if scanned.valid_length < size {
-        let intact_at = if active {
-            find_intact(log, &paths.log, &scanned, size, SCAN_CHUNK_BYTES).await?
-        } else {
+        let intact_at = if role == Role::Sealed {
             None
+        } else {
+            find_intact(log, &paths.log, &scanned, size, SCAN_CHUNK_BYTES).await?
         };
-        if active && intact_at.is_none() {
+        if role == (Role::Active { tearable: true }) && intact_at.is_none() {
             cut_tail(log, paths, size, &scanned, report).await?;
         } else {
             report.damage.push(Damage {

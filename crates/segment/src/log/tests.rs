@@ -327,6 +327,68 @@ fn bit_flips_in_the_last_record_cut_exactly_that_record() {
     }
 }
 
+/// Damage to the last record of a partition closed cleanly is not taken for a torn tail:
+/// the close synced it, and nothing was appended since, so no crash explains it.
+#[test]
+fn damage_to_the_last_record_after_a_clean_close_quarantines_and_cuts_nothing() {
+    let reference = MemoryStorage::new();
+    let bytes = three_records(&reference);
+    let last_start = bytes.len() - batch(2, b"third!").len();
+    let flip = |bytes: &[u8], bit: usize| {
+        let mut flipped = bytes.to_vec();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        flipped
+    };
+    let damaged = [
+        flip(&bytes, last_start * 8 + 3),
+        flip(&bytes, bytes.len() * 8 - 1),
+        bytes[..bytes.len() - 1].to_vec(),
+        bytes[..=last_start].to_vec(),
+    ];
+    for (case, contents) in damaged.into_iter().enumerate() {
+        let storage = MemoryStorage::new();
+        three_records(&storage);
+        let (log, _) = open(&storage, config(1 << 20, Durability::Persisted));
+        run(log.close()).unwrap();
+        storage.replace(&log_path(0), contents.clone());
+        let (mut log, report) = open(&storage, config(1 << 20, Durability::Persisted));
+        assert!(report.clean, "case {case}");
+        assert!(report.cuts.is_empty(), "case {case}");
+        assert_eq!(report.damage.len(), 1, "case {case}");
+        assert_eq!(report.damage[0].position, last_start as u64, "case {case}");
+        assert_eq!(
+            storage.contents(&log_path(0)).unwrap(),
+            contents,
+            "case {case}"
+        );
+        let all = run(log.read(ReadStart::First, 1000, u64::MAX)).unwrap();
+        assert_eq!(offsets(&all), (0..4).collect::<Vec<_>>(), "case {case}");
+        let (refused, _) = run(log.append(batch(1, b"late"), 10));
+        assert!(
+            matches!(refused, Err(AppendError::Quarantined { .. })),
+            "case {case}"
+        );
+    }
+}
+
+/// The same damage after an open that was not closed (a crash) is a torn tail and is cut.
+#[test]
+fn damage_to_the_last_record_after_a_crash_is_cut_even_after_an_earlier_clean_close() {
+    let storage = MemoryStorage::new();
+    let bytes = three_records(&storage);
+    let last_start = bytes.len() - batch(2, b"third!").len();
+    let (log, _) = open(&storage, config(1 << 20, Durability::Persisted));
+    run(log.close()).unwrap();
+    // Opened again and left without a close: the open marked the partition unclean.
+    let (_log, _) = open(&storage, config(1 << 20, Durability::Persisted));
+    storage.replace(&log_path(0), bytes[..bytes.len() - 1].to_vec());
+    let (_log, report) = open(&storage, config(1 << 20, Durability::Persisted));
+    assert!(!report.clean);
+    assert!(report.damage.is_empty());
+    assert_eq!(report.cuts.len(), 1);
+    assert_eq!(storage.contents(&log_path(0)).unwrap(), bytes[..last_start]);
+}
+
 #[test]
 fn lost_or_stale_indexes_are_rebuilt() {
     let storage = MemoryStorage::new();
