@@ -232,8 +232,8 @@ fn partitions_created_on_a_full_disk_are_served_once_space_returns() {
         create_stream_topic(&root, "full", "before", 1).await;
         disk.fill_up();
         // The metadata journal's last page may still take a topic whose partitions' files
-        // cannot be made: the topic exists, its partitions are not served yet. Until the
-        // journal refuses too.
+        // cannot be made: the topic exists (answered as created), its partitions are not
+        // served yet. Until the journal refuses too.
         for index in 0..50 {
             let name = format!("t{index}");
             let options = TopicCreateOptions {
@@ -245,7 +245,16 @@ fn partitions_created_on_a_full_disk_are_served_once_space_returns() {
                 "create {name} on the full disk: {:?}",
                 result.as_ref().map(drop)
             );
-            if matches!(root.get_topic(&id("full"), &id(&name)).await, Ok(Some(_))) {
+            // A topic that exists was committed: its create is answered as a success even
+            // when its partitions' files could not be made yet.
+            let exists = matches!(root.get_topic(&id("full"), &id(&name)).await, Ok(Some(_)));
+            assert_eq!(
+                exists,
+                result.is_ok(),
+                "{name}: answered {:?}, exists: {exists}",
+                result.as_ref().map(drop)
+            );
+            if exists {
                 created.push(name);
             }
             if result.is_err() {

@@ -61,14 +61,17 @@
 //! # Failures
 //!
 //! A refused append write (a full disk, say) leaves the file's tail unknown: part of the
-//! entry may be there. The journal cuts the file back to its last intact entry and syncs it;
-//! once that sync succeeds the file holds exactly the acknowledged ops (every one of them
-//! was synced before, so the sync covers only the cut), the op is refused and later appends
-//! go on, so a metadata change refused on a full disk succeeds once space is freed. If the
-//! cut or its sync fails, or an append's own sync fails, the journal refuses every further
-//! append: after a failed `fsync` a retried one can report success over lost pages, so only
-//! a restart, which reads the file again, reopens it. Either way the op is not applied and
-//! reads of the metadata go on.
+//! entry may be there. So does a failed sync of an appended entry: its pages may or may not
+//! have reached the disk, and a refused op found at the next start would be applied then (a
+//! user whose creation was answered with an error could log in after a restart). Either
+//! way the journal cuts the file back to its last intact entry and syncs the cut; once that
+//! sync succeeds the file holds exactly the acknowledged ops (every one of them was synced
+//! by its own append, so only the refused entry's pages were unsynced, and the cut removes
+//! them), the op is refused and later appends go on, so a metadata change refused on a full
+//! or failing disk succeeds once the fault clears. If the cut or its sync fails, the journal
+//! refuses every further append: the refused entry may still be in the file, and only a
+//! restart, which reads the file again, knows. Either way the op is not applied and reads
+//! of the metadata go on.
 //!
 //! A compaction that fails before the journal's rename leaves valid files behind: it is
 //! logged and tried again after another [`CompactionLimits::ops`] ops. One that fails after
@@ -314,13 +317,13 @@ impl<S: Storage + Clone> Journal<S> {
         let entry = encode_entry(op)?;
         let entry_bytes = u64::try_from(entry.len()).unwrap_or(u64::MAX);
         let (written, _entry) = self.file.write_all_at(entry, self.length_bytes).await;
+        // See "Failures" in the module doc: the op is refused either way.
         if let Err(source) = written {
-            // See "Failures" in the module doc: the op is refused either way.
             self.failed = self.cut_refused_entry().await.is_err();
             return Err(io_error("append to", &self.path)(source));
         }
         if let Err(source) = self.file.sync_data().await {
-            self.failed = true;
+            self.failed = self.cut_refused_entry().await.is_err();
             return Err(io_error("sync", &self.path)(source));
         }
         self.length_bytes = self.length_bytes.saturating_add(entry_bytes);

@@ -215,12 +215,56 @@ fn an_entry_that_checks_out_but_does_not_decode_is_an_error() {
     assert!(matches!(error, JournalError::Undecodable { .. }), "{error}");
 }
 
+/// A refused op must not come back at the next start: an entry whose sync failed is cut
+/// (the cut synced), so neither the running server nor a restarted one applies it, and the
+/// journal goes on once the disk does.
 #[test]
-fn a_failed_sync_closes_the_journal() {
+fn a_failed_sync_cuts_the_refused_entry() {
     let storage = MemoryStorage::new();
+    let (mut journal, mut metadata) = open(&storage).unwrap();
+    let ops = valid_ops(3);
+    append_all(&mut journal, &mut metadata, &ops[..1]);
+    let length = journal.length_bytes();
+    storage.set_faults(Faults {
+        sync_errors: 1,
+        ..Faults::default()
+    });
+    let mut after = metadata.clone();
+    after.apply(&ops[1]).unwrap();
+    assert!(matches!(
+        ready(journal.append(&ops[1], &after)),
+        Err(JournalError::Io { .. })
+    ));
+    assert_eq!(journal.length_bytes(), length);
+    assert_eq!(
+        storage.contents(&journal_path()).unwrap().len() as u64,
+        length
+    );
+    // The journal goes on: the op succeeds once the disk does.
+    append_all(&mut journal, &mut metadata, &ops[1..2]);
+    storage.crash(CrashMode::DropUnsynced);
+    let (_journal, rebuilt) = open(&storage).unwrap();
+    assert_eq!(rebuilt, state_after(&ops[..2]), "each op once");
+    // A refused op that is not retried is not there after a restart.
     let (mut journal, metadata) = open(&storage).unwrap();
     storage.set_faults(Faults {
         sync_errors: 1,
+        ..Faults::default()
+    });
+    let mut after = metadata.clone();
+    after.apply(&ops[2]).unwrap();
+    assert!(ready(journal.append(&ops[2], &after)).is_err());
+    storage.crash(CrashMode::ProcessOnly);
+    let (_journal, rebuilt) = open(&storage).unwrap();
+    assert_eq!(rebuilt, state_after(&ops[..2]), "the refused op is gone");
+}
+
+#[test]
+fn a_failed_sync_whose_cut_fails_too_closes_the_journal() {
+    let storage = MemoryStorage::new();
+    let (mut journal, metadata) = open(&storage).unwrap();
+    storage.set_faults(Faults {
+        sync_errors: 2,
         ..Faults::default()
     });
     let op = &sample_ops()[0];

@@ -141,8 +141,11 @@ impl Server {
             self.end_orphaned_sessions();
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
-            log::error!("data: following commit {commit} failed: {error}");
-            return Err(Refusal::Internal);
+            // The change is committed and in force on every shard: answering an error would
+            // tell the client it did not happen, and its retry would find it "already
+            // exists". The data plane follows once it can (partitions that did not open are
+            // retried, `DataPlane::retry_unopened`).
+            log::error!("data: following commit {commit} failed: {error}; retried later");
         }
         Ok(commit)
     }
