@@ -658,6 +658,18 @@ fn decode_metadata_from(rest: &[u8]) -> Result<ReplicatedOp, OpDecodeError> {
     Ok(ReplicatedOp::MetadataFrom { op, origin })
 }
 
+/// A committed op this node could not apply for a reason of its own (its disk failed, a
+/// partition did not open here), not one every node shares. Its state is no longer the
+/// others': going on, it would vote and acknowledge as if it held the op and, as primary,
+/// serve without it and hand its offsets out again. The replica driver stops the node; its
+/// restart replays the log and stops again until the fault is mended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("committed op {op} could not be applied on this node: {cause}")]
+pub struct LocalFault {
+    pub op: u64,
+    pub cause: String,
+}
+
 /// What applying an op gave, for the request that submitted it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {

@@ -178,7 +178,7 @@ pub enum DataError {
 }
 
 /// `error` and each of its sources, for one log line.
-fn causes(error: &dyn std::error::Error) -> String {
+pub(crate) fn causes(error: &dyn std::error::Error) -> String {
     let mut line = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -49,7 +49,9 @@ fn replicate_into(server: &Rc<Server>, replica_id: u8, log: OpLog) -> Arc<Cluste
             };
             log.borrow_mut().push((op, decoded.clone()));
             let outcome = applier.apply_replicated(op, decoded).await;
-            submission.reply.send(outcome);
+            submission
+                .reply
+                .send(outcome.expect("the test's disk does not fail"));
         }
     })
     .detach();
@@ -427,7 +429,8 @@ async fn append_large(replication: &Replication, key: crate::data::PartitionKey,
 async fn follow(backup: &Server, log: &OpLog, applied: usize) -> usize {
     let ops: Vec<(u64, ReplicatedOp)> = log.borrow()[applied..].to_vec();
     for (number, op) in ops {
-        let _ = backup.apply_replicated(number, op).await;
+        let applied = backup.apply_replicated(number, op).await;
+        assert!(applied.is_ok(), "op {number}: {applied:?}");
     }
     log.borrow().len()
 }
@@ -508,6 +511,64 @@ fn segment_deletions_and_purges_are_replicated_and_apply_alike_on_a_backup() {
             assert_eq!((purged.messages_count, purged.next_offset), (0, 0));
             assert_eq!(figures(backup, key), purged, "the backup purged alike");
         }
+    });
+}
+
+/// A committed op that a backup cannot apply for a reason of its own (here its topic's
+/// directory cannot be made) is a fault of that node, not a refusal: before, it was
+/// dropped like one, and the backup went on voting, and serving once primary, without the
+/// topic's messages. A refusal every node shares stays a refusal.
+#[test]
+fn a_backup_that_cannot_apply_a_committed_op_reports_its_own_fault() {
+    let (primary_fixture, backup_fixture) = (fixture(), fixture());
+    let (primary, backup) = (&primary_fixture.server, &backup_fixture.server);
+    compio::runtime::Runtime::new().unwrap().block_on(async {
+        orders(primary).await;
+        orders(backup).await;
+        let log = OpLog::default();
+        let status = replicate_into(primary, 0, Rc::clone(&log));
+        status.publish(0, 0, true, 0b110, true);
+        let mut root = connection(primary, 0, Dialect::V0_12_2);
+        let topic = create_topic("orders", "late", 1);
+        call(primary, &mut root, CommandCode::CreateTopic, &topic)
+            .await
+            .unwrap();
+        // Where the new topic's partitions go on the backup, a file.
+        let topics = backup_fixture.root.join("streams").join("0").join("topics");
+        std::fs::create_dir_all(&topics).unwrap();
+        std::fs::write(topics.join("1"), b"not a directory").unwrap();
+        let (number, op) = log.borrow().last().cloned().unwrap();
+        let fault = backup.apply_replicated(number, op).await.unwrap_err();
+        assert_eq!(fault.op, number);
+        let late = crate::data::PartitionKey {
+            topic_id: 1,
+            ..FIRST_PARTITION
+        };
+        let append = |key| ReplicatedOp::Append {
+            key,
+            now_us: 1,
+            producer: None,
+            origin: None,
+            batch: crate::data::tests::batch(5, None),
+        };
+        let fault = backup.apply_replicated(number + 1, append(late)).await;
+        assert!(fault.is_err(), "{fault:?}");
+        let nowhere = crate::data::PartitionKey {
+            topic_id: 9,
+            ..FIRST_PARTITION
+        };
+        let refused = backup.apply_replicated(number + 2, append(nowhere)).await;
+        assert!(
+            matches!(refused, Ok(Err(Refusal::Missing(_)))),
+            "{refused:?}"
+        );
+        let applied = backup
+            .apply_replicated(number + 3, append(FIRST_PARTITION))
+            .await;
+        assert!(
+            matches!(applied, Ok(Ok(Applied::Appended(..)))),
+            "{applied:?}"
+        );
     });
 }
 

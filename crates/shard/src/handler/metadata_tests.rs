@@ -32,7 +32,7 @@ pub(super) const CLIENT: u128 = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10;
 /// A server on a fresh directory with the root user (`iggy`/`secret`), removed on drop.
 pub(super) struct Fixture {
     pub(super) server: std::rc::Rc<Server>,
-    root: PathBuf,
+    pub(super) root: PathBuf,
 }
 
 impl Drop for Fixture {

@@ -6,8 +6,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Server;
-use crate::cluster::{Applied, ClusterStatus, ReplicatedOp};
-use crate::data::{DataError, SendPlan};
+use crate::cluster::{Applied, ClusterStatus, LocalFault, ReplicatedOp};
+use crate::data::{DataError, PartitionHandle, PartitionKey, SendPlan};
 use crate::mail::Reply;
 use crate::metadata::{Metadata, MetadataOp};
 use crate::refusal::{Missing, Refusal};
@@ -146,29 +146,26 @@ impl Server {
         &self,
         number: u64,
         (key, producer, origin): (
-            crate::data::PartitionKey,
+            PartitionKey,
             Option<(proto::batch::Producer, u32)>,
             Option<Origin>,
         ),
         batch: Vec<u8>,
         now_us: u64,
-    ) -> Result<Applied, Refusal> {
+    ) -> Result<Applied, Unapplied> {
         if let Some(origin) = origin
             && let Some((Outcome::Sent(confirmations), op)) = self.retries.borrow().get(origin)
         {
             return Ok(Applied::Appended(confirmations.clone(), op));
         }
-        let handle = self
-            .data
-            .partition(key)
-            .ok_or(Refusal::Missing(Missing::Partition))?;
+        let handle = self.partition_here(number, key)?;
         let plan = SendPlan {
             key,
             handle,
             producer,
         };
         let sent = self.data.send(&plan, batch.into(), now_us).await;
-        let confirmations = sent.map_err(|error| error.refusal())?;
+        let confirmations = sent.map_err(|error| data_failure(number, &error))?;
         if let Some(origin) = origin {
             let sent = Outcome::Sent(confirmations.clone());
             self.retries.borrow_mut().record(origin, number, sent);
@@ -176,21 +173,34 @@ impl Server {
         Ok(Applied::Appended(confirmations, number))
     }
 
-    /// Applies the committed op numbered `number` (every node, in op order). A refusal is
-    /// deterministic — every node refuses the same op alike — so the op then changes nothing
-    /// anywhere.
+    /// Applies the committed op numbered `number` (every node, in op order): its outcome for
+    /// the request. A refusal is deterministic — every node refuses the same op alike — so
+    /// the op then changes nothing anywhere. A failure of this node's own (its disk, a
+    /// partition that did not open here) is `Err`: the op changed the others' state and not
+    /// this one's, so the node must not go on (see [`LocalFault`]).
     pub async fn apply_replicated(
         &self,
         number: u64,
         op: ReplicatedOp,
-    ) -> Result<Applied, Refusal> {
+    ) -> Result<Result<Applied, Refusal>, LocalFault> {
+        match self.apply_op(number, op).await {
+            Ok(applied) => Ok(Ok(applied)),
+            Err(Unapplied::Refused(refusal)) => Ok(Err(refusal)),
+            Err(Unapplied::Fault(fault)) => {
+                log::error!("cluster: {fault}");
+                Err(fault)
+            }
+        }
+    }
+
+    async fn apply_op(&self, number: u64, op: ReplicatedOp) -> Result<Applied, Unapplied> {
         match op {
             ReplicatedOp::Register {
                 client_id,
                 user_id,
                 bind_secret,
                 token,
-            } => self.register_replicated(number, client_id, user_id, bind_secret, token),
+            } => Ok(self.register_replicated(number, client_id, user_id, bind_secret, token)?),
             ReplicatedOp::Metadata(op) => self.apply_metadata(number, op, None).await,
             ReplicatedOp::MetadataFrom { op, origin } => {
                 self.apply_metadata(number, op, Some(origin)).await
@@ -225,7 +235,7 @@ impl Server {
                 let purged = self.data.purge(stream_id, topic_id).await;
                 purged
                     .map(|()| Applied::Truncated(number))
-                    .map_err(|error| error.refusal())
+                    .map_err(|error| data_failure(number, &error))
             }
             ReplicatedOp::DeleteSegments { key, below, origin } => {
                 if let Some(first) = self.record_truncation(number, origin) {
@@ -233,19 +243,16 @@ impl Server {
                 }
                 match self.data.delete_segments_below(key, below).await {
                     Ok(Some(_)) => Ok(Applied::Truncated(number)),
-                    Ok(None) => Err(Refusal::Missing(Missing::Partition)),
-                    Err(error) => Err(error.refusal()),
+                    Ok(None) => Err(self.missing_partition(number, key)),
+                    Err(error) => Err(data_failure(number, &error)),
                 }
             }
             ReplicatedOp::DeleteOffset { key, owner } => {
-                let handle = self
-                    .data
-                    .partition(key)
-                    .ok_or(Refusal::Missing(Missing::Partition))?;
+                let handle = self.partition_here(number, key)?;
                 let deleted = handle.delete_offset(owner).await;
                 deleted
                     .map(|deleted| Applied::Offset(deleted, number))
-                    .map_err(|source| DataError::Partition { key, source }.refusal())
+                    .map_err(|source| data_failure(number, &DataError::Partition { key, source }))
             }
         }
     }
@@ -279,14 +286,11 @@ impl Server {
     async fn apply_store_offset(
         &self,
         number: u64,
-        (key, owner): (crate::data::PartitionKey, segment::offsets::OffsetOwner),
+        (key, owner): (PartitionKey, segment::offsets::OffsetOwner),
         offset: u64,
         forward_only: bool,
-    ) -> Result<Applied, Refusal> {
-        let handle = self
-            .data
-            .partition(key)
-            .ok_or(Refusal::Missing(Missing::Partition))?;
+    ) -> Result<Applied, Unapplied> {
+        let handle = self.partition_here(number, key)?;
         let behind = handle
             .stored_offset(owner)
             .is_some_and(|stored| stored >= offset);
@@ -296,7 +300,33 @@ impl Server {
         let stored = handle.store_offset(owner, offset).await;
         stored
             .map(|()| Applied::Offset(true, number))
-            .map_err(|source| DataError::Partition { key, source }.refusal())
+            .map_err(|source| data_failure(number, &DataError::Partition { key, source }))
+    }
+
+    /// The partition `key` as this node holds it open.
+    fn partition_here(&self, number: u64, key: PartitionKey) -> Result<PartitionHandle, Unapplied> {
+        self.data
+            .partition(key)
+            .ok_or_else(|| self.missing_partition(number, key))
+    }
+
+    /// A committed op's partition that is not open here: missing everywhere when the
+    /// metadata has no such partition, this node's fault when it has (its open failed).
+    fn missing_partition(&self, number: u64, key: PartitionKey) -> Unapplied {
+        let metadata = self.metadata.borrow();
+        let known = metadata
+            .streams
+            .get(&key.stream_id)
+            .and_then(|stream| stream.topics.get(&key.topic_id))
+            .is_some_and(|topic| topic.partitions.contains_key(&key.partition_id));
+        if known {
+            Unapplied::Fault(LocalFault {
+                op: number,
+                cause: format!("partition {key:?} is not open on this node"),
+            })
+        } else {
+            Unapplied::Refused(Refusal::Missing(Missing::Partition))
+        }
     }
 
     /// A login's session, numbered by its op so every node gives it the same number.
@@ -331,14 +361,14 @@ impl Server {
         number: u64,
         op: MetadataOp,
         origin: Option<Origin>,
-    ) -> Result<Applied, Refusal> {
+    ) -> Result<Applied, Unapplied> {
         if let Some((_, commit)) = self.committed_change(origin) {
             return Ok(Applied::Metadata { commit });
         }
         let mut next = Metadata::clone(&self.metadata.borrow());
         if let Err(error) = next.apply_at(&op, number) {
             log::info!("metadata: committed {} does not apply: {error}", op.kind());
-            return Err(Refusal::Internal);
+            return Err(Unapplied::Refused(Refusal::Internal));
         }
         let commit = next.commit;
         let next = Rc::new(next);
@@ -351,9 +381,41 @@ impl Server {
             self.changes.borrow_mut().record(origin, number, changed);
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
-            log::error!("data: following replicated commit {commit} failed: {error}");
-            return Err(Refusal::Internal);
+            // The metadata changed, and this node's files did not follow (a partition not
+            // made or opened, a group's offsets not removed).
+            return Err(Unapplied::Fault(LocalFault {
+                op: number,
+                cause: crate::data::causes(&error),
+            }));
         }
         Ok(Applied::Metadata { commit })
+    }
+}
+
+/// Why a committed op did not apply here.
+#[derive(Debug)]
+enum Unapplied {
+    /// Refused alike on every node.
+    Refused(Refusal),
+    /// This node's own failure.
+    Fault(LocalFault),
+}
+
+impl From<Refusal> for Unapplied {
+    fn from(refusal: Refusal) -> Self {
+        Self::Refused(refusal)
+    }
+}
+
+/// A data-plane error of the committed op `number`: a refusal every node gives alike (a
+/// producer's duplicate, a malformed batch, a limit), or a failure of this node's storage
+/// (I/O, a full disk, a quarantined or poisoned partition), which the others do not share.
+fn data_failure(number: u64, error: &DataError) -> Unapplied {
+    match error.refusal() {
+        Refusal::Internal | Refusal::Storage(_) => Unapplied::Fault(LocalFault {
+            op: number,
+            cause: crate::data::causes(error),
+        }),
+        refusal => Unapplied::Refused(refusal),
     }
 }

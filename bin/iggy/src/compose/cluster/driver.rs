@@ -7,12 +7,12 @@ use std::collections::{HashMap, VecDeque};
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossfire::{AsyncRx, mpsc};
 use futures_util::future::{Either, select};
 use shard::Server;
-use shard::cluster::{ClusterStatus, ReplicatedOp, entry_body};
+use shard::cluster::{ClusterStatus, LocalFault, ReplicatedOp, entry_body};
 use shard::mail::Reply;
 use shard::refusal::Refusal;
 use shard::server::Submission;
@@ -21,6 +21,7 @@ use vsr::journal::Superblock;
 use vsr::{Completion, Effect, Entry, Message, Outbox, Replica, Status};
 
 use super::TICK;
+use super::clock::ReplicaClock;
 use super::wal::Wal;
 
 /// How long a submission may wait for its commit before it is answered `57` (it may still
@@ -49,7 +50,7 @@ pub(crate) struct Driver {
     pub(crate) client: u128,
     pub(crate) next_request: u64,
     pub(crate) pending: HashMap<u64, Pending>,
-    pub(crate) started: Instant,
+    pub(crate) clock: ReplicaClock,
     pub(crate) root: Option<RootSeed>,
     pub(crate) root_asked: Rc<Cell<bool>>,
     /// The view and status last published, to log each change once.
@@ -69,10 +70,9 @@ enum Event {
 }
 
 impl Driver {
-    /// Ticks since start: the replica's clock.
+    /// The replica's clock ([`ReplicaClock`]), as of the current event.
     fn now(&self) -> u64 {
-        let ticks = self.started.elapsed().as_millis() / TICK.as_millis();
-        u64::try_from(ticks).unwrap_or(u64::MAX)
+        self.clock.now()
     }
 
     /// Runs until both channels close (the server stops).
@@ -83,9 +83,11 @@ impl Driver {
         mut out: Outbox,
     ) {
         self.run_effects(&mut out).await;
-        let mut next_tick = self.now() + 1;
+        // Ticks are scheduled by wall time, so a busy channel does not hold them off.
+        let mut next_tick = self.clock.wall() + 1;
         loop {
-            let delay = TICK * u32::try_from(next_tick.saturating_sub(self.now())).unwrap_or(1);
+            let wait = next_tick.saturating_sub(self.clock.wall());
+            let delay = TICK * u32::try_from(wait).unwrap_or(1);
             let event = {
                 let message = pin!(async { Event::Message(messages.recv().await.ok()) });
                 let submission = pin!(async { Event::Submission(submissions.recv().await.ok()) });
@@ -98,7 +100,7 @@ impl Driver {
                     | Either::Right((event, _)) => event,
                 }
             };
-            let now = self.now();
+            let now = self.clock.step();
             match event {
                 Event::Message(Some(message)) => {
                     log::trace!(
@@ -111,7 +113,7 @@ impl Driver {
                 Event::Submission(Some(submission)) => self.submit(now, submission, &mut out),
                 Event::Message(None) | Event::Submission(None) => return,
                 Event::Tick => {
-                    next_tick = now + 1;
+                    next_tick = self.clock.wall() + 1;
                     self.replica.tick(now, &mut out);
                     self.expire(now);
                     self.publish();
@@ -353,7 +355,10 @@ impl Driver {
     }
 
     async fn apply(&mut self, entry: Entry) {
-        let outcome = apply_committed(&self.server, &entry).await;
+        let outcome = match apply_committed(&self.server, &entry).await {
+            Ok(outcome) => outcome,
+            Err(fault) => stop_on_fault(&fault),
+        };
         if entry.client == self.client
             && let Some((_, _, reply)) = self.pending.remove(&entry.request)
         {
@@ -362,18 +367,27 @@ impl Driver {
     }
 }
 
-/// Applies the committed `entry` to `server`: its outcome.
+/// Applies the committed `entry` to `server`: its outcome for the request, or this node's
+/// own failure to apply it ([`LocalFault`]). A body that does not decode is refused on
+/// every node alike.
 pub(crate) async fn apply_committed(
     server: &Server,
     entry: &Entry,
-) -> Result<shard::cluster::Applied, Refusal> {
+) -> Result<Result<shard::cluster::Applied, Refusal>, LocalFault> {
     let op = entry_body(&entry.body).and_then(|(_, op)| ReplicatedOp::decode(op).ok());
     if let Some(op) = op {
         server.apply_replicated(entry.op, op).await
     } else {
         log::error!("cluster: committed op {} is not a replicated op", entry.op);
-        Err(Refusal::Internal)
+        Ok(Err(Refusal::Internal))
     }
+}
+
+/// A node whose state missed a committed op (its disk failed under it) must not go on
+/// voting and serving as if it held it: it stops, and its restart replays the log.
+pub(crate) fn stop_on_fault(fault: &LocalFault) -> ! {
+    log::error!("cluster: {fault}; stopping (a restart replays the replica log)");
+    std::process::exit(70)
 }
 
 /// Whether a log write holding `entry` must be synced before it is acknowledged: a

@@ -14,6 +14,7 @@
 //! cluster, wrong for a node that lost its disk: that one is started with `--recover`, so it
 //! takes no part in any decision until the others have given it the cluster's log.
 
+mod clock;
 mod driver;
 mod wal;
 
@@ -191,7 +192,7 @@ pub(crate) async fn start(
         client: u128::from(random_u64()) << 64 | u128::from(random_u64()),
         next_request: 1,
         pending: HashMap::new(),
-        started: Instant::now(),
+        clock: clock::ReplicaClock::new(Instant::now()),
         root: Some(start.root),
         root_asked: Rc::new(Cell::new(false)),
         published: None,
@@ -226,8 +227,10 @@ async fn open_replica(
             // last pipeline of them stays in memory for the replica.
             let mut restore = vsr::Restore::default();
             while let Some(entry) = reader.next().map_err(log_error)? {
-                if let Some(committed) = restore.push(entry) {
-                    let _ = driver::apply_committed(server, &committed).await;
+                if let Some(committed) = restore.push(entry)
+                    && let Err(fault) = driver::apply_committed(server, &committed).await
+                {
+                    driver::stop_on_fault(&fault);
                 }
             }
             let durable = restore.finish(superblock.view, superblock.log_view);
