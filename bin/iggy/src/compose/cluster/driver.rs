@@ -78,7 +78,7 @@ impl Driver {
     /// Runs until both channels close (the server stops).
     pub(crate) async fn run(
         mut self,
-        messages: AsyncRx<mpsc::Array<Message>>,
+        inbound: super::Inbound,
         submissions: AsyncRx<mpsc::Array<Submission>>,
         mut out: Outbox,
     ) {
@@ -89,7 +89,7 @@ impl Driver {
             let wait = next_tick.saturating_sub(self.clock.wall());
             let delay = TICK * u32::try_from(wait).unwrap_or(1);
             let event = {
-                let message = pin!(async { Event::Message(messages.recv().await.ok()) });
+                let message = pin!(async { Event::Message(inbound.next().await) });
                 let submission = pin!(async { Event::Submission(submissions.recv().await.ok()) });
                 let tick = pin!(async {
                     compio::time::sleep(delay).await;
