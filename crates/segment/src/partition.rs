@@ -273,6 +273,11 @@ struct Shared {
     /// `Replicated`'s thresholds want a sync that has not started (its interval was not
     /// over): the owner's ticks are needed only while this is set.
     sync_waiting: AtomicBool,
+    /// The task has stopped taking jobs ([`Task::refuse_queued_jobs`]). Jobs left in its
+    /// channel are not dropped with the task's receiver: the channel lives on while any
+    /// handle does, so a job queued behind a close (a deferred poll's read as its topic
+    /// was deleted) was never answered, and its caller, holding a handle, waited forever.
+    closed: AtomicBool,
 }
 
 /// A cloneable handle to one partition's task, usable from any thread: the jobs travel over
@@ -443,7 +448,7 @@ impl PartitionHandle {
         now_us: u64,
         producer: Option<(Producer, u32)>,
     ) -> (Result<AppendOutcome, PartitionError>, Option<AppendBuffer>) {
-        let (reply, receiver) = oneshot();
+        let (reply, mut receiver) = oneshot();
         let job = Job::Append {
             batch,
             now_us,
@@ -456,6 +461,13 @@ impl PartitionHandle {
                 _ => None,
             };
             return (Err(PartitionError::Closed), batch);
+        }
+        if self.task_stopped() {
+            // As in `call`.
+            return match receiver.try_recv() {
+                Ok((result, batch)) => (result, Some(batch)),
+                Err(_) => (Err(PartitionError::Closed), None),
+            };
         }
         match receiver.await {
             Ok((result, batch)) => (result, Some(batch)),
@@ -537,15 +549,38 @@ impl PartitionHandle {
     }
 
     async fn call<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Result<T, PartitionError> {
-        let (reply, receiver) = oneshot();
+        let (reply, mut receiver) = oneshot();
         if self.sender.send(job(reply)).await.is_err() {
             return Err(PartitionError::Closed);
         }
+        if self.task_stopped() {
+            // Answered before the task stopped, or never to be: not awaited.
+            return receiver.try_recv().unwrap_or(Err(PartitionError::Closed));
+        }
         receiver.await.unwrap_or(Err(PartitionError::Closed))
+    }
+
+    /// Whether the task stopped taking jobs, asked after a job was queued. Either this
+    /// sees the task's flag, or the task's drain after setting it sees the job (each side
+    /// writes, fences, then reads the other's write): no job is left waiting unseen.
+    fn task_stopped(&self) -> bool {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.shared.closed.load(Ordering::SeqCst)
     }
 }
 
 impl<S: Storage + Clone + 'static> Task<S> {
+    /// Stops taking jobs (the log closed): flags it, then drops every job still queued,
+    /// whose callers then hear [`PartitionError::Closed`] as their reply sender goes. A job
+    /// queued after the drain finds the flag ([`PartitionHandle::task_stopped`]).
+    fn refuse_queued_jobs(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        while let Ok(job) = self.receiver.try_recv() {
+            drop(job);
+        }
+    }
+
     async fn run(mut self) {
         let mut round: Vec<Pending> = Vec::with_capacity(GROUP_MAX);
         while let Some(first) = self.next_job().await {
@@ -571,6 +606,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
                     self.settle_sync().await;
                 }
                 if self.serve(job).await {
+                    self.refuse_queued_jobs();
                     return;
                 }
                 if settles {
@@ -972,9 +1008,7 @@ impl<S: Storage + Clone + 'static> Task<S> {
         } else {
             Ok(())
         };
-        // No await from here to the end of the task, which drops the receiver: nothing can
-        // be queued unanswered.
-        while self.receiver.try_recv().is_ok() {}
+        // Jobs still queued are refused once the close is answered (`refuse_queued_jobs`).
         (self.on_change)();
         removed.and(closed)
     }

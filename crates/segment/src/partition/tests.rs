@@ -353,6 +353,56 @@ fn a_pooled_batch_is_written_from_its_own_block() {
     });
 }
 
+/// A job another shard's thread sends as the task stops taking jobs is answered `Closed`.
+/// The task's channel outlives the task while any handle does, so a job queued after its
+/// last receive stayed there unanswered, and its caller (a deferred poll whose topic was
+/// deleted, in a probe under load) waited forever. Here the job is sent while the close
+/// tells its change to the owner, after the close's own drain of the queue.
+#[test]
+fn a_job_sent_from_another_thread_as_the_task_stops_is_answered() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let closing = Arc::new(AtomicBool::new(false));
+    let (go, go_received) = std::sync::mpsc::channel::<()>();
+    let (sent, sent_received) = std::sync::mpsc::channel::<()>();
+    let waited = std::time::Duration::from_secs(5);
+    let on_change = {
+        let closing = Arc::clone(&closing);
+        move || {
+            if closing.load(Ordering::SeqCst) {
+                let _ = go.send(());
+                let _ = sent_received.recv_timeout(waited);
+            }
+        }
+    };
+    runtime().block_on(async {
+        let spec = spec(&directory(), Durability::Replicated);
+        let handle = PartitionHandle::open(MemoryStorage::new(), spec, on_change)
+            .await
+            .unwrap();
+        let remote = handle.clone();
+        let reader = std::thread::spawn(move || {
+            go_received.recv().unwrap();
+            runtime().block_on(async move {
+                let mut read = std::pin::pin!(remote.read(ReadStart::First, 1, u64::MAX));
+                // One poll queues the job; then the task may go on stopping.
+                poll_fn(|context| {
+                    let _ = read.as_mut().poll(context);
+                    Poll::Ready(())
+                })
+                .await;
+                sent.send(()).unwrap();
+                compio::time::timeout(waited, read).await
+            })
+        });
+        closing.store(true, Ordering::SeqCst);
+        handle.close(false).await.unwrap();
+        let read = reader.join().unwrap();
+        let read = read.expect("the job sent as the task stopped is answered");
+        assert!(matches!(read, Err(PartitionError::Closed)), "{read:?}");
+    });
+}
+
 #[test]
 fn invalid_batches_fail_alone_and_jobs_after_a_close_fail() {
     let storage = MemoryStorage::new();
