@@ -140,7 +140,17 @@ impl DataError {
             Self::Partition {
                 source: PartitionError::Append(AppendError::Invalid(_)),
                 ..
+            }
+            | Self::Partition {
+                source: PartitionError::Append(AppendError::OffsetDelta { .. }),
+                ..
             } => Refusal::Malformed,
+            // The partition closed under the request: deleted with its topic or stream (or
+            // the server stopping). The client's answer is that it is gone.
+            Self::Partition {
+                source: PartitionError::Closed,
+                ..
+            } => Refusal::Missing(Missing::Partition),
             Self::Partition {
                 source: PartitionError::OffsetsLimit,
                 ..

@@ -857,3 +857,21 @@ fn a_delete_whose_directory_cannot_be_removed_is_still_done() {
         assert_eq!(data.totals(None, None).messages_count, 0);
     });
 }
+
+/// Client mistakes and a partition deleted under a request are answered as such, not as
+/// the server's fault (`1`); in cluster mode a fault of the server's own stops the node.
+#[test]
+fn misnumbered_frames_and_a_partition_closed_under_a_request_are_not_server_faults() {
+    use segment::log::AppendError;
+    use segment::partition::PartitionError;
+    let closed = DataError::Partition {
+        key: key(0),
+        source: PartitionError::Closed,
+    };
+    assert_eq!(closed.refusal(), Refusal::Missing(Missing::Partition));
+    let misnumbered = DataError::Partition {
+        key: key(0),
+        source: PartitionError::Append(AppendError::OffsetDelta { index: 1, found: 5 }),
+    };
+    assert_eq!(misnumbered.refusal(), Refusal::Malformed);
+}
