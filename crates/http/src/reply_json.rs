@@ -516,8 +516,12 @@ impl Serialize for PolledList<'_> {
                         id: frame.id.get(),
                         offset: head.base_offset.get() + u64::from(frame.offset_delta.get()),
                         timestamp: head.base_timestamp.get(),
-                        origin_timestamp: head.origin_timestamp.get()
-                            + u64::from(frame.timestamp_delta.get()),
+                        // Both are the client's: a sum past u64 is shown as its end, not
+                        // wrapped into a small time.
+                        origin_timestamp: head
+                            .origin_timestamp
+                            .get()
+                            .saturating_add(u64::from(frame.timestamp_delta.get())),
                         user_headers_length: frame.user_headers_length.get(),
                         payload_length: frame.payload_length.get(),
                         reserved: 0,
