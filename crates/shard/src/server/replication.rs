@@ -13,6 +13,10 @@ use crate::metadata::{Metadata, MetadataOp};
 use crate::refusal::{Missing, Refusal};
 use crate::retries::{Origin, Outcome};
 
+/// The longest a request waits for its submission's outcome: the driver's own commit wait
+/// (10 s) and a little more.
+const SUBMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(12);
+
 /// An op on its way to the replica driver, and where its outcome goes: `body` is an entry
 /// body ([`crate::cluster::entry_body`]).
 pub struct Submission {
@@ -113,7 +117,12 @@ impl Replication {
         if self.submissions.try_send(submission).is_err() {
             return Err(Refusal::NotAccepted);
         }
-        outcome.await.unwrap_or(Err(Refusal::NotCommitted))
+        // The driver answers a submission by its commit wait (10 s); one held up (its log
+        // write stuck on a frozen disk) answers nothing, so the wait ends here too.
+        match compio::time::timeout(SUBMISSION_WAIT, outcome).await {
+            Ok(outcome) => outcome.unwrap_or(Err(Refusal::NotCommitted)),
+            Err(_elapsed) => Err(Refusal::NotCommitted),
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub(crate) struct Driver {
     pub(crate) restored: u64,
 }
 
-/// A submission waiting for its commit: its deadline (ticks), the view it was submitted or
+/// A submission waiting for its commit: its deadline (wall ticks), the view it was submitted or
 /// forwarded in, and where its answer goes.
 pub(crate) type Pending = (u64, u32, Reply<Result<shard::cluster::Applied, Refusal>>);
 
@@ -115,7 +115,9 @@ impl Driver {
                 Event::Tick => {
                     next_tick = self.clock.wall() + 1;
                     self.replica.tick(now, &mut out);
-                    self.expire(now);
+                    // Deadlines of submissions are the clients' wait: wall time, stalls
+                    // included (the replica's clock leaves them out).
+                    self.expire(self.clock.wall());
                     self.publish();
                     self.seed_root();
                 }
@@ -127,7 +129,7 @@ impl Driver {
     fn submit(&mut self, now: u64, submission: Submission, out: &mut Outbox) {
         let request = self.next_request;
         self.next_request += 1;
-        let deadline = now + super::ticks(COMMIT_WAIT);
+        let deadline = self.clock.wall() + super::ticks(COMMIT_WAIT);
         let view = self.replica.view();
         self.pending
             .insert(request, (deadline, view, submission.reply));
