@@ -174,7 +174,7 @@ impl Server {
             producer,
         };
         let sent = self.data.send(&plan, batch.into(), now_us).await;
-        let confirmations = sent.map_err(|error| data_failure(number, &error))?;
+        let confirmations = sent.map_err(|error| self.data_failure(number, &error))?;
         if let Some(origin) = origin {
             let sent = Outcome::Sent(confirmations.clone());
             self.retries.borrow_mut().record(origin, number, sent);
@@ -244,7 +244,7 @@ impl Server {
                 let purged = self.data.purge(stream_id, topic_id).await;
                 purged
                     .map(|()| Applied::Truncated(number))
-                    .map_err(|error| data_failure(number, &error))
+                    .map_err(|error| self.data_failure(number, &error))
             }
             ReplicatedOp::DeleteSegments { key, below, origin } => {
                 if let Some(first) = self.record_truncation(number, origin) {
@@ -253,7 +253,7 @@ impl Server {
                 match self.data.delete_segments_below(key, below).await {
                     Ok(Some(_)) => Ok(Applied::Truncated(number)),
                     Ok(None) => Err(self.missing_partition(number, key)),
-                    Err(error) => Err(data_failure(number, &error)),
+                    Err(error) => Err(self.data_failure(number, &error)),
                 }
             }
             ReplicatedOp::DeleteOffset { key, owner } => {
@@ -261,7 +261,9 @@ impl Server {
                 let deleted = handle.delete_offset(owner).await;
                 deleted
                     .map(|deleted| Applied::Offset(deleted, number))
-                    .map_err(|source| data_failure(number, &DataError::Partition { key, source }))
+                    .map_err(|source| {
+                        self.data_failure(number, &DataError::Partition { key, source })
+                    })
             }
         }
     }
@@ -309,7 +311,29 @@ impl Server {
         let stored = handle.store_offset(owner, offset).await;
         stored
             .map(|()| Applied::Offset(true, number))
-            .map_err(|source| data_failure(number, &DataError::Partition { key, source }))
+            .map_err(|source| self.data_failure(number, &DataError::Partition { key, source }))
+    }
+
+    /// A data-plane error of the committed op `number`: a refusal every node gives alike (a
+    /// producer's duplicate, a malformed batch, a limit), or a failure of this node's
+    /// storage (I/O, a full disk, a quarantined or poisoned partition), which the others do
+    /// not share. A partition closed under the op is either gone everywhere or only here
+    /// (its task ended: a failed purge, a panic), as the metadata tells.
+    fn data_failure(&self, number: u64, error: &DataError) -> Unapplied {
+        if let DataError::Partition {
+            key,
+            source: segment::partition::PartitionError::Closed,
+        } = error
+        {
+            return self.missing_partition(number, *key);
+        }
+        match error.refusal() {
+            Refusal::Internal | Refusal::Storage(_) => Unapplied::Fault(LocalFault {
+                op: number,
+                cause: crate::data::causes(error),
+            }),
+            refusal => Unapplied::Refused(refusal),
+        }
     }
 
     /// The partition `key` as this node holds it open.
@@ -390,12 +414,11 @@ impl Server {
             self.changes.borrow_mut().record(origin, number, changed);
         }
         if let Err(error) = self.data.on_applied(&op, &next).await {
-            // The metadata changed, and this node's files did not follow (a partition not
-            // made or opened, a group's offsets not removed).
-            return Err(Unapplied::Fault(LocalFault {
-                op: number,
-                cause: crate::data::causes(&error),
-            }));
+            // The metadata changed and this node's files did not follow. A partition that
+            // did not open is retried (`DataPlane::retry_unopened`); an op that needs it
+            // before then stops the node ([`Self::missing_partition`]). Not a fault here:
+            // a limit every node shares (open files) would stop them all, at every start.
+            log::error!("data: following replicated commit {commit} failed: {error}");
         }
         Ok(Applied::Metadata { commit })
     }
@@ -413,18 +436,5 @@ enum Unapplied {
 impl From<Refusal> for Unapplied {
     fn from(refusal: Refusal) -> Self {
         Self::Refused(refusal)
-    }
-}
-
-/// A data-plane error of the committed op `number`: a refusal every node gives alike (a
-/// producer's duplicate, a malformed batch, a limit), or a failure of this node's storage
-/// (I/O, a full disk, a quarantined or poisoned partition), which the others do not share.
-fn data_failure(number: u64, error: &DataError) -> Unapplied {
-    match error.refusal() {
-        Refusal::Internal | Refusal::Storage(_) => Unapplied::Fault(LocalFault {
-            op: number,
-            cause: crate::data::causes(error),
-        }),
-        refusal => Unapplied::Refused(refusal),
     }
 }

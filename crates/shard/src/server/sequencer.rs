@@ -143,9 +143,10 @@ impl Server {
         if let Err(error) = self.data.on_applied(&op, &next).await {
             // The change is committed and in force on every shard: answering an error would
             // tell the client it did not happen, and its retry would find it "already
-            // exists". The data plane follows once it can (partitions that did not open are
-            // retried, `DataPlane::retry_unopened`).
-            log::error!("data: following commit {commit} failed: {error}; retried later");
+            // exists". Partitions that did not open are retried
+            // (`DataPlane::retry_unopened`); files a deletion could not remove stay, named
+            // in this line.
+            log::error!("data: following commit {commit} failed: {error}");
         }
         Ok(commit)
     }

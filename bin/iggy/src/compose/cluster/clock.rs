@@ -1,55 +1,62 @@
-//! The replica's clock: ticks of wall time since start, except that a stall — the process
-//! stopped (`SIGSTOP`), the machine suspended, the driver held up — counts as at most
-//! [`STALL_TICKS`]. With wall time alone, a backup woken from a stall longer than the
-//! heartbeat timeout took it for the primary's silence at its first tick, before it read
-//! the primary's messages queued meanwhile, and started a view change that deposed a
-//! healthy primary (5 of 7 wake-ups in a probe, clients stalled 4–7 s). The other replicas'
-//! clocks measure a stalled node's silence; its own must not.
+//! The replica's clock (wall time in ticks since start) and when its ticks run. After a
+//! stall — the process stopped (`SIGSTOP`), the thread held up — the first tick is put off
+//! for [`SETTLE_TICKS`], once, so the messages peers sent meanwhile are read first. A backup
+//! woken from a stall longer than the heartbeat timeout otherwise took it for the primary's
+//! silence at its first tick, before reading the primary's queued messages, and started a
+//! view change that deposed a healthy primary (5 of 7 wake-ups in a probe, clients stalled
+//! 4–7 s). Time itself is not bent: a primary that did die meanwhile is found at the next
+//! tick.
 
 use std::time::Instant;
 
 use super::TICK;
 
-/// The most ticks one step of the clock advances (100 ms).
+/// A gap between ticks longer than this (100 ms) is a stall.
 pub(crate) const STALL_TICKS: u64 = 10;
+/// How long the first tick after a stall waits (30 ms).
+pub(crate) const SETTLE_TICKS: u64 = 3;
 
 pub(crate) struct ReplicaClock {
     started: Instant,
-    /// The wall ticks at the last step.
-    wall_seen: u64,
-    ticks: u64,
+    /// The wall ticks at the last tick that ran.
+    last_tick: u64,
+    /// The tick due now was already put off once.
+    put_off: bool,
+}
+
+/// Whether a due tick runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    Run,
+    /// Put off until this wall tick.
+    PutOff(u64),
 }
 
 impl ReplicaClock {
     pub(crate) fn new(started: Instant) -> Self {
         Self {
             started,
-            wall_seen: 0,
-            ticks: 0,
+            last_tick: 0,
+            put_off: false,
         }
     }
 
-    /// Wall ticks since start.
-    pub(crate) fn wall(&self) -> u64 {
+    /// Wall ticks since start: the replica's clock.
+    pub(crate) fn now(&self) -> u64 {
         let ticks = self.started.elapsed().as_millis() / TICK.as_millis();
         u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
-    /// The replica's ticks, as of the last step.
-    pub(crate) fn now(&self) -> u64 {
-        self.ticks
-    }
-
-    /// Steps the clock to the wall time: the replica's ticks now.
-    pub(crate) fn step(&mut self) -> u64 {
-        self.step_to(self.wall())
-    }
-
-    fn step_to(&mut self, wall: u64) -> u64 {
-        let elapsed = wall.saturating_sub(self.wall_seen).min(STALL_TICKS);
-        self.wall_seen = self.wall_seen.max(wall);
-        self.ticks = self.ticks.saturating_add(elapsed);
-        self.ticks
+    /// Whether the tick due at `now` runs now.
+    pub(crate) fn turn(&mut self, now: u64) -> Turn {
+        let stalled = now.saturating_sub(self.last_tick) > STALL_TICKS;
+        if stalled && !self.put_off {
+            self.put_off = true;
+            return Turn::PutOff(now.saturating_add(SETTLE_TICKS));
+        }
+        self.put_off = false;
+        self.last_tick = now;
+        Turn::Run
     }
 }
 
@@ -57,22 +64,20 @@ impl ReplicaClock {
 mod tests {
     use std::time::Instant;
 
-    use super::{ReplicaClock, STALL_TICKS};
+    use super::{ReplicaClock, SETTLE_TICKS, Turn};
 
     #[test]
-    fn the_clock_follows_wall_time_and_a_stall_counts_as_at_most_a_few_ticks() {
+    fn the_first_tick_after_a_stall_is_put_off_once() {
         let mut clock = ReplicaClock::new(Instant::now());
-        for wall in 1..=50 {
-            assert_eq!(clock.step_to(wall), wall, "one tick at a time");
+        for now in 1..=50 {
+            assert_eq!(clock.turn(now), Turn::Run, "tick {now}");
         }
         // A 15 s stop: 1,500 ticks of wall time.
-        assert_eq!(clock.step_to(1_550), 50 + STALL_TICKS);
-        assert_eq!(
-            clock.step_to(1_551),
-            51 + STALL_TICKS,
-            "then it follows again"
-        );
-        assert_eq!(clock.step_to(1_551), 51 + STALL_TICKS, "no time, no tick");
-        assert_eq!(clock.now(), 51 + STALL_TICKS);
+        assert_eq!(clock.turn(1_550), Turn::PutOff(1_550 + SETTLE_TICKS));
+        assert_eq!(clock.turn(1_553), Turn::Run, "put off only once");
+        assert_eq!(clock.turn(1_554), Turn::Run);
+        // A thread held up again and again still ticks: every other turn at worst.
+        assert!(matches!(clock.turn(1_600), Turn::PutOff(_)));
+        assert_eq!(clock.turn(1_700), Turn::Run);
     }
 }

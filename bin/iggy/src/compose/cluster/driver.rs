@@ -21,7 +21,7 @@ use vsr::journal::Superblock;
 use vsr::{Completion, Effect, Entry, Message, Outbox, Replica, Status};
 
 use super::TICK;
-use super::clock::ReplicaClock;
+use super::clock::{ReplicaClock, Turn};
 use super::wal::Wal;
 
 /// How long a submission may wait for its commit before it is answered `57` (it may still
@@ -59,7 +59,7 @@ pub(crate) struct Driver {
     pub(crate) restored: u64,
 }
 
-/// A submission waiting for its commit: its deadline (wall ticks), the view it was submitted or
+/// A submission waiting for its commit: its deadline (ticks), the view it was submitted or
 /// forwarded in, and where its answer goes.
 pub(crate) type Pending = (u64, u32, Reply<Result<shard::cluster::Applied, Refusal>>);
 
@@ -70,7 +70,7 @@ enum Event {
 }
 
 impl Driver {
-    /// The replica's clock ([`ReplicaClock`]), as of the current event.
+    /// Ticks since start: the replica's clock.
     fn now(&self) -> u64 {
         self.clock.now()
     }
@@ -83,10 +83,9 @@ impl Driver {
         mut out: Outbox,
     ) {
         self.run_effects(&mut out).await;
-        // Ticks are scheduled by wall time, so a busy channel does not hold them off.
-        let mut next_tick = self.clock.wall() + 1;
+        let mut next_tick = self.now() + 1;
         loop {
-            let wait = next_tick.saturating_sub(self.clock.wall());
+            let wait = next_tick.saturating_sub(self.now());
             let delay = TICK * u32::try_from(wait).unwrap_or(1);
             let event = {
                 let message = pin!(async { Event::Message(inbound.next().await) });
@@ -100,7 +99,7 @@ impl Driver {
                     | Either::Right((event, _)) => event,
                 }
             };
-            let now = self.clock.step();
+            let now = self.now();
             match event {
                 Event::Message(Some(message)) => {
                     log::trace!(
@@ -113,11 +112,14 @@ impl Driver {
                 Event::Submission(Some(submission)) => self.submit(now, submission, &mut out),
                 Event::Message(None) | Event::Submission(None) => return,
                 Event::Tick => {
-                    next_tick = self.clock.wall() + 1;
+                    if let Turn::PutOff(until) = self.clock.turn(now) {
+                        // After a stall: what peers sent meanwhile is read first.
+                        next_tick = until;
+                        continue;
+                    }
+                    next_tick = now + 1;
                     self.replica.tick(now, &mut out);
-                    // Deadlines of submissions are the clients' wait: wall time, stalls
-                    // included (the replica's clock leaves them out).
-                    self.expire(self.clock.wall());
+                    self.expire(now);
                     self.publish();
                     self.seed_root();
                 }
@@ -129,7 +131,7 @@ impl Driver {
     fn submit(&mut self, now: u64, submission: Submission, out: &mut Outbox) {
         let request = self.next_request;
         self.next_request += 1;
-        let deadline = self.clock.wall() + super::ticks(COMMIT_WAIT);
+        let deadline = now + super::ticks(COMMIT_WAIT);
         let view = self.replica.view();
         self.pending
             .insert(request, (deadline, view, submission.reply));

@@ -42,7 +42,7 @@ pub(crate) use driver::RootSeed;
 const SUBMISSIONS_MAX: usize = vsr::REQUEST_QUEUE_MAX;
 /// Replica messages read from the bus and not yet handled; more are dropped.
 const MESSAGES_MAX: usize = 4096;
-/// Bytes of the replica messages read from the bus and not yet handled. Past it a message
+/// Bytes of the replica messages read from the bus and not yet handled. Past it a prepare
 /// is dropped (the protocol retransmits), unless none waits: a driver held up by its disk
 /// otherwise let a backup buffer every prepare the primary sent it (+320 MB in 30 s of a
 /// frozen disk, in a probe), bounded only by the count.
@@ -411,9 +411,13 @@ async fn start_bus(
                 if message.sender().is_some_and(|sender| sender != from) {
                     return false;
                 }
-                // A full queue drops the message: the protocol retransmits.
+                // A full queue drops the message: the protocol retransmits. The byte bound
+                // is for prepares, the bulk of the traffic; a view change's messages, which
+                // may be as large, are never held back by it.
                 let bytes = frame.len();
-                if admits(queued.get(), bytes) && messages_tx.try_send((message, bytes)).is_ok() {
+                let bulk = matches!(message, Message::Prepare { .. });
+                let admitted = !bulk || admits(queued.get(), bytes);
+                if admitted && messages_tx.try_send((message, bytes)).is_ok() {
                     queued.set(queued.get().saturating_add(bytes));
                 }
                 true
