@@ -77,7 +77,13 @@ impl<S: Storage> PartitionLog<S> {
         if !active.is_empty() && (sealed || full) {
             self.roll().await?;
         }
-        let next = self.next_offset() + u64::from(message_count);
+        let next = self
+            .next_offset()
+            .checked_add(u64::from(message_count))
+            .ok_or(AppendError::OffsetsExhausted {
+                next: self.next_offset(),
+                count: message_count,
+            })?;
         if next > self.reserved_offset {
             self.reserve(next).await?;
         }

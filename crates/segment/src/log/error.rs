@@ -47,6 +47,10 @@ pub enum AppendError {
     /// clean, so no later sync can be trusted and the log refuses appends until reopened.
     #[error("an fdatasync of {path} failed earlier; the partition refuses appends")]
     Poisoned { path: PathBuf },
+    /// The batch's offsets would pass `u64::MAX` (only a `partition.state` written by hand
+    /// gets near it): offsets are never handed out twice, so the append is refused.
+    #[error("offsets {next} and {count} more pass the largest offset")]
+    OffsetsExhausted { next: u64, count: u32 },
 }
 
 /// A read failed.

@@ -1019,3 +1019,31 @@ fn a_sealed_log_that_lost_its_last_records_quarantines_the_log() {
         assert!(appended.base_offset >= 24, "kept {keep}: no offset reused");
     }
 }
+
+/// A `partition.state` written by hand with an offset near `u64::MAX` (its checksum valid):
+/// appends go up to the largest offset and are then refused, never wrapping to offsets
+/// already given (the build before handed out 1, 3, 5 after 2^64 − 3, and the next open
+/// cut those acknowledged messages).
+#[test]
+fn offsets_near_the_largest_are_refused_rather_than_wrapped() {
+    let storage = MemoryStorage::new();
+    four_segments(&storage);
+    let near_end = PartitionState {
+        clean: true,
+        next_offset: u64::MAX - 3,
+        boot_id: [0; 16],
+    };
+    storage.replace(&state_path(&directory()), near_end.encode().to_vec());
+    let (mut log, _) = open(&storage, config(SEGMENT_BYTES, Durability::Persisted));
+    assert_eq!(log.next_offset(), u64::MAX - 3);
+    assert_eq!(
+        append(&mut log, batch(2, PAYLOAD), 50).base_offset,
+        u64::MAX - 3
+    );
+    let (refused, _) = run(log.append(batch(2, PAYLOAD), 51));
+    assert!(
+        matches!(refused, Err(AppendError::OffsetsExhausted { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(log.next_offset(), u64::MAX - 1, "nothing wrapped");
+}

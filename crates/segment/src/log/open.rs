@@ -539,7 +539,7 @@ async fn open_indexes<S: Storage>(
 pub(crate) fn reservation(next_offset: u64, boot_id: Option<[u8; 16]>) -> PartitionState {
     PartitionState {
         clean: false,
-        next_offset: next_offset + RESERVATION_STEP,
+        next_offset: next_offset.saturating_add(RESERVATION_STEP),
         boot_id: boot_id.unwrap_or_default(),
     }
 }

@@ -163,7 +163,9 @@ impl DataError {
                     PartitionError::Sync(_)
                     | PartitionError::Poisoned(_)
                     | PartitionError::Append(
-                        AppendError::Quarantined { .. } | AppendError::Poisoned { .. },
+                        AppendError::Quarantined { .. }
+                        | AppendError::Poisoned { .. }
+                        | AppendError::OffsetsExhausted { .. },
                     ),
                 ..
             } => Refusal::Storage(StorageFault::CannotAppend),
