@@ -173,10 +173,7 @@ async fn delete_offset(
 /// quorum syncs the offset change before it is acknowledged.
 pub(crate) fn offsets_synced(server: &Server, key: crate::data::PartitionKey) -> bool {
     let metadata = server.metadata.borrow();
-    let topic = metadata
-        .streams
-        .get(&key.stream_id)
-        .and_then(|stream| stream.topics.get(&key.topic_id));
+    let topic = metadata.topic_by_ids(key.stream_id, key.topic_id);
     topic.is_some_and(|topic| {
         topic.settings.consumer_offset_durability == segment::log::Durability::Persisted
     })

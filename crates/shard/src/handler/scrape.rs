@@ -371,9 +371,7 @@ fn consumer_labels(
         OffsetOwner::Consumer(id) => ("consumer", id.to_string()),
         OffsetOwner::Group(id) => {
             let name = metadata
-                .streams
-                .get(&key.stream_id)
-                .and_then(|stream| stream.topics.get(&key.topic_id))
+                .topic_by_ids(key.stream_id, key.topic_id)
                 .and_then(|topic| topic.groups.get(&id))
                 .map_or_else(|| id.to_string(), |group| group.name.clone());
             ("consumer_group", name)

@@ -39,6 +39,11 @@ impl Metadata {
         found.ok_or(Refusal::Missing(Missing::Resource))
     }
 
+    /// The topic with these numeric ids, if any (ops and partition keys carry ids).
+    pub fn topic_by_ids(&self, stream_id: u32, topic_id: u32) -> Option<&Topic> {
+        self.streams.get(&stream_id)?.topics.get(&topic_id)
+    }
+
     /// The user with this exact username, if any (login).
     pub fn user_by_name(&self, username: &str) -> Option<&User> {
         self.users.values().find(|user| user.username == username)

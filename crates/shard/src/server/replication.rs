@@ -348,9 +348,7 @@ impl Server {
     fn missing_partition(&self, number: u64, key: PartitionKey) -> Unapplied {
         let metadata = self.metadata.borrow();
         let known = metadata
-            .streams
-            .get(&key.stream_id)
-            .and_then(|stream| stream.topics.get(&key.topic_id))
+            .topic_by_ids(key.stream_id, key.topic_id)
             .is_some_and(|topic| topic.partitions.contains_key(&key.partition_id));
         if known {
             Unapplied::Fault(LocalFault {
